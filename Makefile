@@ -1,0 +1,40 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+GO ?= go
+
+# Debian packages the integration tests exec: installed by `make test` when missing.
+APT_PACKAGES := tinyproxy
+
+.PHONY: demo test deps vet bench fuzz
+
+## demo: the main job — a self-contained demonstration on 127.0.0.1 (see examples/demo).
+demo:
+	$(GO) run ./examples/demo
+
+## test: install what the tests need, then go vet and go test -race over every package.
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+## deps: apt-get install the servers the integration tests start, when they are missing.
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+		command -v $$p >/dev/null 2>&1 || [ -x /usr/sbin/$$p ] || [ -x /usr/bin/$$p ] || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "make: installing$$missing"; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+## bench: the benchmarks quoted in the README.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./transport/...
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s).
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime $(FUZZTIME) ./transport
+	$(GO) test -run '^$$' -fuzz '^FuzzReadExits$$' -fuzztime $(FUZZTIME) ./transport
+	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZTIME) ./transport

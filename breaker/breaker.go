@@ -1,0 +1,370 @@
+package breaker
+
+import (
+	"sync"
+	"time"
+)
+
+// Breaker is the circuit breaker for one key. Make one with NewBreaker (or New); the zero value is
+// not usable. A Breaker is safe for concurrent use. Its memory is a few hundred bytes at most:
+// FailureThreshold instants, HalfOpenProbes leases and, with FailureRatio set, ten counters.
+type Breaker struct {
+	p        *Policy
+	onChange func(Transition)
+
+	mu        sync.Mutex
+	state     State // stored state; OPEN reads as HALF_OPEN once now reaches nextProbe
+	parked    bool
+	gen       uint64
+	level     int // backoff level of the last trip; decays while CLOSED
+	trips     uint32
+	softHalf  bool // one soft failure is waiting for its other half
+	fails     failureRing
+	volume    *volumeBuckets
+	nextProbe int64 // OPEN: when probing may start
+	closedAt  int64 // when it last closed, for the level's decay; 0 if it never tripped
+	changedAt int64
+	lastCause Cause
+	lastFail  string
+	lastFailT int64
+	lastUse   int64
+
+	// HALF_OPEN bookkeeping.
+	leases    []lease // one per probe slot, allocated on the first probe
+	inflight  int
+	successes int
+	leaseSeq  uint32
+	reopenIn  int64 // the OPEN window a lease expiry leads to, drawn when HALF_OPEN began
+}
+
+type lease struct {
+	deadline int64 // 0 = free
+	seq      uint32
+}
+
+// New is shorthand for NewPolicy(s) followed by NewBreaker(onChange).
+func New(s Settings, onChange func(Transition)) (*Breaker, error) {
+	p, err := NewPolicy(s)
+	if err != nil {
+		return nil, err
+	}
+	return p.NewBreaker(onChange), nil
+}
+
+// NewBreaker returns a CLOSED breaker governed by p. onChange, if not nil, is called after every
+// state change, outside the breaker's lock, possibly concurrently with other calls: it must be quick
+// and must not block.
+func (p *Policy) NewBreaker(onChange func(Transition)) *Breaker {
+	b := &Breaker{p: p, onChange: onChange}
+	if p.s.FailureRatio > 0 {
+		b.volume = newVolumeBuckets(int64(p.s.Window))
+	}
+	return b
+}
+
+// Policy returns the policy the breaker was made with.
+func (b *Breaker) Policy() *Policy { return b.p }
+
+// events collects the transitions of one call, so they can be delivered after the lock is released.
+// A call makes at most two (a lease expiry, then a new probe).
+type events struct {
+	n  int
+	ts [2]Transition
+}
+
+func (e *events) add(t Transition) {
+	if e.n < len(e.ts) {
+		e.ts[e.n] = t
+		e.n++
+	}
+}
+
+func (b *Breaker) deliver(e *events) {
+	if b.onChange == nil {
+		return
+	}
+	for i := range e.n {
+		b.onChange(e.ts[i])
+	}
+}
+
+// Ready reports whether Acquire at now would hand out a permit. When it would not, retryAt is the
+// earliest instant that may change: the end of the cooldown or of the soonest probe lease. Ready
+// changes nothing.
+func (b *Breaker) Ready(now time.Time) (ok bool, retryAt time.Time) {
+	b.mu.Lock()
+	st, until := b.view(now.UnixNano())
+	free := st != HalfOpen || b.probeSlotFree(now.UnixNano())
+	b.mu.Unlock()
+	if st == Open || !free {
+		return false, time.Unix(0, until)
+	}
+	return true, time.Time{}
+}
+
+// view computes the state at now without changing anything. until is the end of the cooldown for
+// Open, or the soonest lease deadline for HalfOpen.
+func (b *Breaker) view(now int64) (State, int64) {
+	switch b.state {
+	case Open:
+		if now < b.nextProbe {
+			return Open, b.nextProbe
+		}
+		return HalfOpen, 0
+	case HalfOpen:
+		if e, ok := b.expiredLease(now); ok {
+			// The probe that held this lease has failed; the breaker is OPEN from e on.
+			if reopen := e + b.reopenIn; now < reopen {
+				return Open, reopen
+			}
+			return HalfOpen, 0
+		}
+		return HalfOpen, b.soonestLease()
+	}
+	return Closed, 0
+}
+
+// probeSlotFree reports whether a probe could be admitted in HALF_OPEN at now.
+func (b *Breaker) probeSlotFree(now int64) bool {
+	if b.state == Open {
+		return true // the cooldown has ended; no probe is out yet
+	}
+	if _, ok := b.expiredLease(now); ok {
+		return true // view has already checked the re-opened window has passed
+	}
+	return b.inflight < b.p.s.HalfOpenProbes
+}
+
+func (b *Breaker) expiredLease(now int64) (int64, bool) {
+	first, found := int64(0), false
+	for _, l := range b.leases {
+		if l.deadline != 0 && l.deadline <= now && (!found || l.deadline < first) {
+			first, found = l.deadline, true
+		}
+	}
+	return first, found
+}
+
+func (b *Breaker) soonestLease() int64 {
+	var s int64
+	for _, l := range b.leases {
+		if l.deadline != 0 && (s == 0 || l.deadline < s) {
+			s = l.deadline
+		}
+	}
+	return s
+}
+
+// Acquire is shorthand for AcquireLease(now, 0): a probe gets the policy's ProbeLease.
+func (b *Breaker) Acquire(now time.Time) (Permit, bool) { return b.AcquireLease(now, 0) }
+
+// AcquireLease asks for a permit at now. In CLOSED it always succeeds; in OPEN never; in HALF_OPEN
+// while a probe slot is free, and the permit is then a probe that holds its slot until its verdict
+// or until lease has passed (lease <= 0 means the policy's ProbeLease). The caller must give the
+// permit exactly one verdict, in a defer if anything can go wrong in between.
+func (b *Breaker) AcquireLease(now time.Time, lease time.Duration) (Permit, bool) {
+	if lease <= 0 {
+		lease = b.p.s.ProbeLease
+	}
+	t := now.UnixNano()
+	var ev events
+	b.mu.Lock()
+	b.expireLeases(t, &ev)
+	pm, ok := b.acquire(t, int64(lease), &ev)
+	b.mu.Unlock()
+	b.deliver(&ev)
+	return pm, ok
+}
+
+func (b *Breaker) acquire(now, leaseFor int64, ev *events) (Permit, bool) {
+	switch b.state {
+	case Closed:
+		b.lastUse = now
+		return Permit{b: b, gen: b.gen, slot: -1}, true
+	case Open:
+		if now < b.nextProbe {
+			return Permit{}, false
+		}
+		b.enterHalfOpen(now, ev)
+	}
+	if b.inflight >= b.p.s.HalfOpenProbes {
+		return Permit{}, false
+	}
+	if b.leases == nil {
+		b.leases = make([]lease, b.p.s.HalfOpenProbes)
+	}
+	for i := range b.leases {
+		if b.leases[i].deadline == 0 {
+			b.leaseSeq++
+			b.leases[i] = lease{deadline: now + max(leaseFor, 1), seq: b.leaseSeq}
+			b.inflight++
+			b.lastUse = now
+			return Permit{b: b, gen: b.gen, slot: int16(i), seq: b.leaseSeq}, true
+		}
+	}
+	return Permit{}, false // unreachable: inflight < HalfOpenProbes means a slot is free
+}
+
+func (b *Breaker) enterHalfOpen(now int64, ev *events) {
+	b.state = HalfOpen
+	b.gen++
+	b.inflight, b.successes = 0, 0
+	clear(b.leases)
+	// Drawn now, so that Ready can tell where a lease expiry leads without drawing.
+	b.reopenIn = int64(b.p.jittered(b.p.Cooldown(b.level + 1)))
+	b.note(now, CauseCooldown, Open, ev)
+}
+
+// expireLeases applies the failure of every probe whose lease ended at or before now.
+func (b *Breaker) expireLeases(now int64, ev *events) {
+	if b.state != HalfOpen {
+		return
+	}
+	if e, ok := b.expiredLease(now); ok {
+		b.lastFail, b.lastFailT = "probe lease expired", e
+		b.level = min(b.level+1, b.p.maxLevel)
+		b.trips++
+		b.open(e, e+b.reopenIn, CauseLeaseExpired, false, ev)
+	}
+}
+
+// note records a transition that has just happened (b.state is the new state).
+func (b *Breaker) note(now int64, c Cause, from State, ev *events) {
+	b.changedAt, b.lastCause = now, c
+	t := Transition{
+		From: from, To: b.state, At: time.Unix(0, now), Cause: c, Generation: b.gen,
+		Level: b.level, Trips: b.trips, Parked: b.parked,
+	}
+	if b.state == Open {
+		t.NextProbe = time.Unix(0, b.nextProbe)
+		t.Reason = b.lastFail
+	}
+	ev.add(t)
+}
+
+// open moves the breaker to OPEN until next.
+func (b *Breaker) open(now, next int64, c Cause, parked bool, ev *events) {
+	from := b.state
+	b.state = Open
+	b.parked = parked
+	b.gen++
+	b.nextProbe = next
+	b.inflight, b.successes = 0, 0
+	clear(b.leases)
+	b.fails.reset()
+	b.softHalf = false
+	if b.volume != nil {
+		b.volume.reset()
+	}
+	b.note(now, c, from, ev)
+}
+
+// effectiveLevel is the backoff level after the decay earned by staying CLOSED.
+func (b *Breaker) effectiveLevel(now int64) int {
+	if b.state != Closed || b.closedAt == 0 || b.level == 0 {
+		return b.level
+	}
+	sp := b.p.s.StablePeriod
+	if sp < 0 {
+		return 0
+	}
+	stable := now - b.closedAt
+	if stable <= 0 {
+		return b.level
+	}
+	return max(b.level-int(stable/int64(sp)), 0)
+}
+
+// trip opens the breaker one backoff level higher.
+func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
+	b.level = min(b.effectiveLevel(now)+1, b.p.maxLevel)
+	b.trips++
+	window := b.p.Cooldown(b.level)
+	if ra := min(f.RetryAfter, b.p.s.MaxRetryAfter); ra > window {
+		window = ra
+	}
+	b.open(now, now+int64(b.p.jittered(window)), c, false, ev)
+}
+
+// park opens the breaker for ParkFor without raising the backoff level.
+func (b *Breaker) park(now int64, ev *events) {
+	b.level = b.effectiveLevel(now)
+	b.trips++
+	b.open(now, now+int64(b.p.jittered(b.p.s.ParkFor)), CausePermanent, true, ev)
+}
+
+func (b *Breaker) close(now int64, ev *events) {
+	b.state = Closed
+	b.parked = false
+	b.gen++
+	b.closedAt = now
+	b.inflight, b.successes = 0, 0
+	clear(b.leases)
+	b.fails.reset()
+	b.softHalf = false
+	if b.p.s.StablePeriod < 0 {
+		b.level = 0
+	}
+	b.note(now, CauseProbeOK, HalfOpen, ev)
+}
+
+// Snapshot returns the breaker's state at now. It changes nothing.
+func (b *Breaker) Snapshot(now time.Time) Snapshot {
+	t := now.UnixNano()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st, until := b.view(t)
+	s := Snapshot{
+		State:          st,
+		Parked:         b.parked && st == Open,
+		Generation:     b.gen,
+		Trips:          b.trips,
+		Level:          b.effectiveLevel(t),
+		LastCause:      b.lastCause,
+		LastFailure:    b.lastFail,
+		LastFailureAt:  unixTime(b.lastFailT),
+		LastTransition: unixTime(b.changedAt),
+	}
+	switch st {
+	case Closed:
+		s.FailuresInWindow = b.fails.count(t - int64(b.p.s.Window))
+	case Open:
+		s.NextProbe = time.Unix(0, until)
+	}
+	if b.state == HalfOpen {
+		if _, expired := b.expiredLease(t); expired {
+			// What the next call will apply: the probe failed, one level up.
+			s.Trips++
+			s.Level = min(b.level+1, b.p.maxLevel)
+		} else {
+			s.ProbesInFlight = b.inflight
+		}
+	}
+	return s
+}
+
+func unixTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// Idle reports whether the breaker holds nothing worth keeping at now: CLOSED, no failure in the
+// window, its backoff level fully decayed, and not used for at least ttl. A table of breakers may
+// drop an idle one and make a fresh one when the key comes back.
+func (b *Breaker) Idle(now time.Time, ttl time.Duration) bool {
+	t := now.UnixNano()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == Closed && !b.softHalf && b.effectiveLevel(t) == 0 &&
+		b.fails.count(t-int64(b.p.s.Window)) == 0 && t-b.lastUse >= int64(ttl)
+}
+
+// State returns the state at now, as Snapshot would report it, without the rest of the snapshot.
+func (b *Breaker) State(now time.Time) State {
+	b.mu.Lock()
+	st, _ := b.view(now.UnixNano())
+	b.mu.Unlock()
+	return st
+}

@@ -1,0 +1,106 @@
+package breaker
+
+import (
+	"fmt"
+	"time"
+)
+
+// State is the state of a breaker.
+type State uint8
+
+// The three states. The zero value is Closed.
+const (
+	Closed   State = iota // traffic flows; failures are counted
+	Open                  // no traffic until the cooldown ends
+	HalfOpen              // a bounded number of probes decide
+)
+
+// String returns "closed", "open" or "half_open".
+func (s State) String() string {
+	switch s {
+	case Closed:
+		return "closed"
+	case Open:
+		return "open"
+	case HalfOpen:
+		return "half_open"
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// MarshalText encodes a State as its String form.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText decodes the String form of a State.
+func (s *State) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "closed":
+		*s = Closed
+	case "open":
+		*s = Open
+	case "half_open":
+		*s = HalfOpen
+	default:
+		return fmt.Errorf("breaker: unknown state %q", b)
+	}
+	return nil
+}
+
+// Cause says why a breaker changed state.
+type Cause string
+
+// The causes of a transition.
+const (
+	CauseFailures     Cause = "failures"      // FailureThreshold failures in the window (and the ratio, if set)
+	CauseRetryAfter   Cause = "retry_after"   // a failure carried a Retry-After
+	CausePermanent    Cause = "permanent"     // a permanent failure parked the breaker
+	CauseCooldown     Cause = "cooldown"      // the cooldown ended and a probe was admitted
+	CauseProbeOK      Cause = "probe_ok"      // enough probes succeeded
+	CauseProbeFailed  Cause = "probe_failed"  // a probe failed
+	CauseLeaseExpired Cause = "lease_expired" // a probe never reported back within its lease
+)
+
+// Failure describes a failed attempt.
+type Failure struct {
+	// Permanent parks the breaker for ParkFor at once, whatever the count.
+	Permanent bool
+	// Soft failures count half: two of them make one failure. proxybreaker uses it for 502/503/504
+	// from the origin, which may be the origin's trouble rather than the exit's.
+	Soft bool
+	// RetryAfter, when positive, trips the breaker at once and keeps it OPEN at least this long
+	// (capped at Settings.MaxRetryAfter).
+	RetryAfter time.Duration
+	// Reason is a short, low-cardinality label kept in the Snapshot ("timeout", "rate_limited").
+	// It must not contain credentials.
+	Reason string
+}
+
+// Transition describes one change of state. It is delivered to the callback given to NewBreaker
+// after the breaker's lock is released.
+type Transition struct {
+	From, To   State
+	At         time.Time
+	Cause      Cause
+	Reason     string    // the failure reason behind a trip, if any
+	Generation uint64    // the generation the breaker entered
+	NextProbe  time.Time // when To is Open: when it becomes HALF_OPEN
+	Level      int       // the backoff level after the transition
+	Trips      uint32    // trips so far, this one included
+	Parked     bool      // To is Open because of a permanent failure
+}
+
+// Snapshot is what a breaker looks like at an instant. It marshals to JSON.
+type Snapshot struct {
+	State            State     `json:"state"`
+	Parked           bool      `json:"parked,omitempty"`
+	Generation       uint64    `json:"generation"`
+	FailuresInWindow int       `json:"failures_in_window"`
+	Trips            uint32    `json:"trips"`
+	Level            int       `json:"level"`
+	ProbesInFlight   int       `json:"probes_in_flight,omitempty"`
+	NextProbe        time.Time `json:"next_probe,omitzero"`
+	LastTransition   time.Time `json:"last_transition,omitzero"`
+	LastCause        Cause     `json:"last_cause,omitempty"`
+	LastFailure      string    `json:"last_failure,omitempty"`
+	LastFailureAt    time.Time `json:"last_failure_at,omitzero"`
+}

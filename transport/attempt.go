@@ -1,0 +1,71 @@
+package transport
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+	"time"
+)
+
+// attempt is one request in flight through one exit. Once the response headers are in, it is also
+// the response body: a successful attempt gets its verdict when the body ends (EOF or Close), so a
+// body that dies mid-read still counts against the exit, once.
+type attempt struct {
+	t       *Transport
+	tk      ticket
+	info    AttemptInfo
+	parent  context.Context // the caller's
+	ctx     context.Context // the attempt's: the caller's + exit + cancel + observers'
+	cancel  context.CancelCauseFunc
+	timer   *time.Timer
+	memo    *retryMemo
+	rc      io.ReadCloser
+	status  int
+	verdict Verdict // a successful attempt's verdict, applied when the body ends
+	done    atomic.Bool
+}
+
+func (a *attempt) headersTimedOut() { a.cancel(errHeaderTimeout) }
+
+// finish applies the verdict once and reports the attempt to observers.
+func (a *attempt) finish(v Verdict, status int, err error) {
+	if !a.done.CompareAndSwap(false, true) {
+		return
+	}
+	now := a.t.clock.Now()
+	if v.Outcome == Transient || v.Outcome == Permanent {
+		a.memo.add(a.tk.exit.id)
+	}
+	pairAfter, exitAfter := a.t.pool.finish(now, &a.tk, v)
+	if len(a.t.obs) > 0 {
+		a.t.obs.finished(a.ctx, AttemptResult{
+			AttemptInfo: a.info, Verdict: v, StatusCode: status, Err: err,
+			Latency: now.Sub(a.info.At), PairStateAfter: pairAfter, ExitStateAfter: exitAfter,
+		})
+	}
+}
+
+// Read reads the response body. EOF is the success of a successful attempt; any other error ends
+// it as a body that died mid-read (or as the caller's cancellation).
+func (a *attempt) Read(p []byte) (int, error) {
+	n, err := a.rc.Read(p)
+	if err != nil && !a.done.Load() {
+		switch {
+		case err == io.EOF:
+			a.finish(a.verdict, a.status, nil)
+		case a.parent.Err() != nil:
+			a.finish(Verdict{Outcome: Neutral, Class: ClassCanceled}, a.status, err)
+		default:
+			a.finish(Verdict{Outcome: Transient, Class: ClassBodyRead, ConnLevel: true}, a.status, err)
+		}
+	}
+	return n, err
+}
+
+// Close closes the body. Closing before EOF is the caller's choice, not the exit's failure.
+func (a *attempt) Close() error {
+	err := a.rc.Close()
+	a.finish(a.verdict, a.status, nil)
+	a.cancel(nil)
+	return err
+}

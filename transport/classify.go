@@ -1,0 +1,202 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+)
+
+// Attempt is one try of a request through one exit, as a Classifier sees it.
+type Attempt struct {
+	Request  *http.Request  // the request as sent (its context carries the exit)
+	Response *http.Response // nil when Err is set
+	Err      error          // nil when a response arrived
+	Exit     *Exit
+	Origin   string
+	Now      time.Time // when the response or error arrived, for Retry-After dates
+	// CallerDone reports that the caller's own context ended (cancelled or past its deadline) while
+	// the attempt ran: such outcomes say nothing about the exit.
+	CallerDone bool
+	// TimedOut reports that the transport's own header timeout ended the attempt.
+	TimedOut bool
+}
+
+// Classifier judges attempts. Classify may replace a.Response.Body (to peek at it) as long as the
+// caller still reads the whole body; it must not close it. Implementations must be safe for
+// concurrent use.
+type Classifier interface {
+	Classify(a *Attempt) Verdict
+}
+
+// ClassifierFunc adapts a function to the Classifier interface.
+type ClassifierFunc func(a *Attempt) Verdict
+
+// Classify calls f(a).
+func (f ClassifierFunc) Classify(a *Attempt) Verdict { return f(a) }
+
+// DefaultClassifier is the classifier a Transport uses unless told otherwise. Wrap it to change a
+// few cases and defer the rest:
+//
+//	transport.ClassifierFunc(func(a *transport.Attempt) transport.Verdict {
+//		if a.Response != nil && a.Response.StatusCode == 418 {
+//			return transport.Verdict{Outcome: transport.Transient, Class: "teapot"}
+//		}
+//		return transport.DefaultClassifier.Classify(a)
+//	})
+var DefaultClassifier Classifier = &StandardClassifier{Detectors: DefaultDetectors, PeekLimit: DefaultPeekLimit}
+
+// StandardClassifier is the classification table of the package documentation, with its soft-block
+// detectors and peek limit as fields.
+type StandardClassifier struct {
+	// Detectors recognise WAF challenge and block pages. Nil disables soft-block detection.
+	Detectors []Detector
+	// PeekLimit bounds how much of a suspicious body is read; 0 means DefaultPeekLimit.
+	PeekLimit int
+}
+
+// Classify implements Classifier.
+func (c *StandardClassifier) Classify(a *Attempt) Verdict {
+	if a.Err != nil {
+		return classifyError(a)
+	}
+	return c.classifyResponse(a)
+}
+
+func (c *StandardClassifier) classifyResponse(a *Attempt) Verdict {
+	resp := a.Response
+	code := resp.StatusCode
+	if code == http.StatusProxyAuthRequired {
+		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}
+	}
+	var ra time.Duration
+	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == http.StatusForbidden {
+		ra, _ = ParseRetryAfter(resp.Header.Get("Retry-After"), a.Now)
+	}
+	if len(c.Detectors) > 0 && suspicious(resp) {
+		limit := c.PeekLimit
+		if limit <= 0 {
+			limit = DefaultPeekLimit
+		}
+		body, complete, err := peekBody(resp, limit)
+		if err != nil {
+			if a.CallerDone {
+				return Verdict{Outcome: Neutral, Class: ClassCanceled}
+			}
+			return Verdict{Outcome: Transient, Class: ClassBodyRead, ConnLevel: true}
+		}
+		s := Sample{Response: resp, Body: body, Lower: lowerASCII(body), Complete: complete}
+		for _, d := range c.Detectors {
+			if d.Detect(&s) {
+				return Verdict{Outcome: Transient, Class: ClassBlocked, RetryAfter: ra, Detector: d.Name()}
+			}
+		}
+	}
+	switch {
+	case code == http.StatusTooManyRequests:
+		return Verdict{Outcome: Transient, Class: ClassRateLimited, RetryAfter: ra}
+	case code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
+		return Verdict{Outcome: Transient, Class: ClassOrigin5xx, Soft: true, RetryAfter: ra}
+	case code >= 500:
+		return Verdict{Outcome: Neutral, Class: ClassOriginError}
+	case code >= 400:
+		return Verdict{Outcome: Success, Class: ClassOrigin4xx}
+	}
+	return Verdict{Outcome: Success, Class: ClassOK}
+}
+
+func lowerASCII(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	l := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		l[i] = c
+	}
+	return l
+}
+
+// originDNSError marks a failure to resolve the origin's name locally (socks5://), as opposed to
+// the proxy's own name.
+type originDNSError struct{ err error }
+
+func (e *originDNSError) Error() string { return "transport: origin name lookup: " + e.err.Error() }
+func (e *originDNSError) Unwrap() error { return e.err }
+
+func classifyError(a *Attempt) Verdict {
+	err := a.Err
+	if a.CallerDone {
+		return Verdict{Outcome: Neutral, Class: ClassCanceled}
+	}
+	if a.TimedOut {
+		return Verdict{Outcome: Transient, Class: ClassTimeout, ConnLevel: true}
+	}
+	var pce *ProxyConnectError
+	if errors.As(err, &pce) {
+		switch pce.StatusCode {
+		case http.StatusProxyAuthRequired:
+			return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			// The proxy tried the target and failed: the target's trouble, or this exit's route to it.
+			return Verdict{Outcome: Transient, Class: ClassUpstream, Soft: true}
+		}
+		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyConnect}
+	}
+	var odns *originDNSError
+	if errors.As(err, &odns) {
+		return Verdict{Outcome: Neutral, Scope: ScopeOrigin, Class: ClassOriginDNS}
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		// Every connection dials the proxy, so a failed lookup is the proxy's name.
+		if dnsErr.IsTimeout {
+			return Verdict{Outcome: Transient, Class: ClassTimeout, ConnLevel: true}
+		}
+		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyDNS}
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED) {
+		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyRefused}
+	}
+	if isTimeout(err) {
+		return Verdict{Outcome: Transient, Class: ClassTimeout, ConnLevel: true}
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		// Refused after the dial (a SOCKS proxy relaying the target's refusal).
+		return Verdict{Outcome: Transient, Class: ClassConnection, ConnLevel: true}
+	}
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var alert tls.AlertError
+	var recErr tls.RecordHeaderError
+	if errors.As(err, &certErr) || errors.As(err, &unknownAuth) || errors.As(err, &hostErr) ||
+		errors.As(err, &alert) || errors.As(err, &recErr) {
+		return Verdict{Outcome: Transient, Class: ClassTLS, ConnLevel: true}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, net.ErrClosed) {
+		return Verdict{Outcome: Transient, Class: ClassConnection, ConnLevel: true}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// A context we did not recognise as the caller's: treat as the caller's.
+		return Verdict{Outcome: Neutral, Class: ClassCanceled}
+	}
+	return Verdict{Outcome: Transient, Class: ClassError}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, errHeaderTimeout)
+}

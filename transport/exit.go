@@ -1,0 +1,263 @@
+package transport
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Exit is one proxy exit: where requests leave from. It holds the proxy's dialing URL, credentials
+// included, and never shows them: String, Label, JSON and every error name the exit by its label,
+// which is the URL with the password redacted unless the user chose one.
+//
+// An Exit is immutable; the With methods return modified copies. It is safe for concurrent use.
+type Exit struct {
+	u      *url.URL // dialing URL; secret
+	label  string
+	tier   int
+	weight float64
+}
+
+// Proxy schemes an Exit may use.
+const (
+	SchemeHTTP    = "http"
+	SchemeHTTPS   = "https"   // TLS to the proxy itself
+	SchemeSOCKS5  = "socks5"  // SOCKS5, the origin's name resolved locally
+	SchemeSOCKS5H = "socks5h" // SOCKS5, the origin's name resolved by the proxy
+)
+
+var defaultProxyPort = map[string]string{
+	SchemeHTTP: "80", SchemeHTTPS: "443", SchemeSOCKS5: "1080", SchemeSOCKS5H: "1080",
+}
+
+// ParseExit parses one proxy in any of the forms a proxy list uses:
+//
+//	http://user:pass@host:port     (also https://, socks5://, socks5h://)
+//	user:pass@host:port            (http assumed)
+//	host:port:user:pass            (the common provider format; http assumed)
+//	host:port                      (http, no credentials)
+//
+// A missing port takes the scheme's default (80, 443, 1080). The error names the input with its
+// password redacted.
+func ParseExit(raw string) (*Exit, error) {
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return nil, fmt.Errorf("transport: empty proxy address")
+	}
+	var u *url.URL
+	switch {
+	case strings.Contains(s, "://"):
+		pu, err := url.Parse(s)
+		if err != nil {
+			// url.Parse quotes its whole input, password and all: say it in our words.
+			return nil, fmt.Errorf("transport: proxy %q: malformed URL", RedactRaw(s))
+		}
+		u = pu
+	case strings.Contains(s, "@"):
+		pu, err := url.Parse("http://" + s)
+		if err != nil {
+			return nil, fmt.Errorf("transport: proxy %q: malformed address", RedactRaw(s))
+		}
+		u = pu
+	default:
+		pu, err := parseColonForm(s)
+		if err != nil {
+			return nil, err
+		}
+		u = pu
+	}
+	if err := checkProxyURL(u, s); err != nil {
+		return nil, err
+	}
+	return &Exit{u: u, label: u.Redacted(), weight: 1}, nil
+}
+
+// MustParseExit is like ParseExit but panics on error. It is meant for tests and examples with
+// literal addresses.
+func MustParseExit(raw string) *Exit {
+	e, err := ParseExit(raw)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// NewExit returns an Exit that dials u. u is copied.
+func NewExit(u *url.URL) (*Exit, error) {
+	if u == nil {
+		return nil, fmt.Errorf("transport: nil proxy URL")
+	}
+	c := *u
+	if u.User != nil {
+		ui := *u.User
+		c.User = &ui
+	}
+	if err := checkProxyURL(&c, c.Redacted()); err != nil {
+		return nil, err
+	}
+	return &Exit{u: &c, label: c.Redacted(), weight: 1}, nil
+}
+
+// parseColonForm parses host:port and host:port:user:pass ([v6]:port:user:pass too). The password
+// may itself contain colons.
+func parseColonForm(s string) (*url.URL, error) {
+	var host, rest string
+	if strings.HasPrefix(s, "[") {
+		end := strings.Index(s, "]")
+		if end < 0 {
+			return nil, fmt.Errorf("transport: proxy %q: unterminated IPv6 literal", RedactRaw(s))
+		}
+		host, rest = s[:end+1], strings.TrimPrefix(s[end+1:], ":")
+	} else {
+		h, r, _ := strings.Cut(s, ":")
+		host, rest = h, r
+	}
+	port, cred, hasCred := strings.Cut(rest, ":")
+	u := &url.URL{Scheme: SchemeHTTP, Host: net.JoinHostPort(strings.Trim(host, "[]"), port)}
+	if port == "" {
+		return nil, fmt.Errorf("transport: proxy %q: want host:port or host:port:user:pass", RedactRaw(s))
+	}
+	if hasCred {
+		user, pass, ok := strings.Cut(cred, ":")
+		if !ok || user == "" {
+			return nil, fmt.Errorf("transport: proxy %q: want host:port:user:pass", RedactRaw(s))
+		}
+		u.User = url.UserPassword(user, pass)
+	}
+	return u, nil
+}
+
+func checkProxyURL(u *url.URL, raw string) error {
+	name := RedactRaw(raw)
+	u.Scheme = strings.ToLower(u.Scheme)
+	def, ok := defaultProxyPort[u.Scheme]
+	if !ok {
+		return fmt.Errorf("transport: proxy %q: scheme %q not supported (want http, https, socks5 or socks5h)", name, u.Scheme)
+	}
+	if u.Opaque != "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("transport: proxy %q: a proxy URL has no path, query or fragment", name)
+	}
+	u.Path = ""
+	host := u.Hostname()
+	if host == "" {
+		return fmt.Errorf("transport: proxy %q: missing host", name)
+	}
+	port := u.Port()
+	if port == "" {
+		u.Host = net.JoinHostPort(host, def)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("transport: proxy %q: bad port %q", name, port)
+	}
+	if u.User != nil && u.User.Username() == "" {
+		if _, set := u.User.Password(); !set {
+			u.User = nil
+		}
+	}
+	return nil
+}
+
+// RedactRaw returns s with anything that may be a password replaced by "xxxxx". It copes with
+// strings that do not parse, which is exactly when an error message needs it.
+func RedactRaw(s string) string {
+	if i := strings.LastIndex(s, "@"); i >= 0 {
+		start := 0
+		if j := strings.Index(s, "://"); j >= 0 && j < i {
+			start = j + 3
+		}
+		user, _, hasPass := strings.Cut(s[start:i], ":")
+		if !hasPass {
+			return s
+		}
+		return s[:start] + user + ":xxxxx" + s[i:]
+	}
+	if strings.Contains(s, "://") {
+		return s
+	}
+	// host:port:user:pass, possibly with an IPv6 literal in brackets.
+	hostEnd := 0
+	if strings.HasPrefix(s, "[") {
+		if e := strings.Index(s, "]"); e >= 0 {
+			hostEnd = e + 1
+		}
+	}
+	parts := strings.SplitN(s[hostEnd:], ":", 4)
+	if hostEnd > 0 {
+		parts = strings.SplitN(strings.TrimPrefix(s[hostEnd:], ":"), ":", 3)
+		if len(parts) == 3 {
+			return s[:hostEnd] + ":" + parts[0] + ":" + parts[1] + ":xxxxx"
+		}
+		return s
+	}
+	if len(parts) == 4 {
+		return parts[0] + ":" + parts[1] + ":" + parts[2] + ":xxxxx"
+	}
+	return s
+}
+
+// Label names the exit in logs, metrics, snapshots and errors: the redacted URL
+// (http://user:xxxxx@host:port) unless WithLabel chose another.
+func (e *Exit) Label() string { return e.label }
+
+// String returns the label.
+func (e *Exit) String() string { return e.label }
+
+// GoString returns the label too, so %#v cannot print the credentials.
+func (e *Exit) GoString() string { return "transport.Exit(" + strconv.Quote(e.label) + ")" }
+
+// Tier is the exit's tier: lower tiers are tried first when selection honours tiers (cheap
+// datacenter exits at 0, residential at 1, …). Default 0.
+func (e *Exit) Tier() int { return e.tier }
+
+// Weight is the exit's relative share of traffic among ready exits of its tier. Default 1.
+func (e *Exit) Weight() float64 { return e.weight }
+
+// Scheme is the proxy protocol: http, https, socks5 or socks5h.
+func (e *Exit) Scheme() string { return e.u.Scheme }
+
+// ProxyURL returns a copy of the dialing URL, credentials included. It is for base RoundTrippers
+// that dial the proxy themselves; never log it.
+func (e *Exit) ProxyURL() *url.URL {
+	c := *e.u
+	if e.u.User != nil {
+		ui := *e.u.User
+		c.User = &ui
+	}
+	return &c
+}
+
+// WithLabel returns a copy of e named label. An empty label restores the redacted URL.
+func (e *Exit) WithLabel(label string) *Exit {
+	c := *e
+	if label == "" {
+		label = e.u.Redacted()
+	}
+	c.label = label
+	return &c
+}
+
+// WithTier returns a copy of e in tier t.
+func (e *Exit) WithTier(t int) *Exit {
+	c := *e
+	c.tier = t
+	return &c
+}
+
+// WithWeight returns a copy of e with weight w. w must be positive and finite; NewPool rejects
+// other weights.
+func (e *Exit) WithWeight(w float64) *Exit {
+	c := *e
+	c.weight = w
+	return &c
+}
+
+// MarshalJSON encodes the exit as its label, tier and weight: never its credentials.
+func (e *Exit) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Label  string  `json:"label"`
+		Tier   int     `json:"tier"`
+		Weight float64 `json:"weight"`
+	}{e.label, e.tier, e.weight})
+}

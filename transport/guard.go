@@ -1,0 +1,217 @@
+package transport
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+)
+
+// OriginGuardSettings tune the origin guard: the breaker that notices when an origin, not the
+// exits, is failing. When at least MinExits distinct exits, and more than Share of the distinct
+// exits that tried the origin within Window, failed it, the guard trips: requests for the origin
+// fail fast with an *OriginUnhealthyError, one probe at a time tests it, and pair breakers do not
+// count failures from the episode, so a down origin does not burn the whole pool.
+// Zero values mean the defaults.
+type OriginGuardSettings struct {
+	// Disabled turns the guard off.
+	Disabled bool
+	// MinExits is the least number of distinct failing exits that can trip the guard. Default 3.
+	MinExits int
+	// Share is the fraction of recently tried exits that must be failing. Default 0.5 (most).
+	Share float64
+	// Window is how far back attempts count. Default 30 s.
+	Window time.Duration
+	// BaseCooldown and MaxCooldown bound the guard's OPEN windows. Defaults 10 s and 5 min.
+	BaseCooldown, MaxCooldown time.Duration
+}
+
+// Defaults for OriginGuardSettings.
+const (
+	DefaultGuardMinExits     = 3
+	DefaultGuardShare        = 0.5
+	DefaultGuardWindow       = 30 * time.Second
+	DefaultGuardBaseCooldown = 10 * time.Second
+	DefaultGuardMaxCooldown  = 5 * time.Minute
+)
+
+// guardSlots is how many distinct exits per origin the guard remembers: enough to judge "most of
+// those tried", bounded so an origin costs the same whatever the pool size.
+const guardSlots = 16
+
+type guardConfig struct {
+	OriginGuardSettings
+	policy *breaker.Policy
+}
+
+func newGuardConfig(s OriginGuardSettings) (guardConfig, error) {
+	if s.MinExits < 0 || s.MinExits > guardSlots {
+		return guardConfig{}, fmt.Errorf("transport: OriginGuardSettings.MinExits = %d: must be in [0, %d]", s.MinExits, guardSlots)
+	}
+	if s.MinExits == 0 {
+		s.MinExits = DefaultGuardMinExits
+	}
+	if s.Share < 0 || s.Share >= 1 || s.Share != s.Share {
+		return guardConfig{}, fmt.Errorf("transport: OriginGuardSettings.Share = %v: must be in [0, 1)", s.Share)
+	}
+	if s.Share == 0 {
+		s.Share = DefaultGuardShare
+	}
+	if s.Window < 0 {
+		return guardConfig{}, fmt.Errorf("transport: OriginGuardSettings.Window = %v: must not be negative", s.Window)
+	}
+	if s.Window == 0 {
+		s.Window = DefaultGuardWindow
+	}
+	if s.BaseCooldown == 0 {
+		s.BaseCooldown = DefaultGuardBaseCooldown
+	}
+	if s.MaxCooldown == 0 {
+		s.MaxCooldown = max(DefaultGuardMaxCooldown, s.BaseCooldown)
+	}
+	pol, err := breaker.NewPolicy(breaker.Settings{
+		FailureThreshold: 1, BaseCooldown: s.BaseCooldown, MaxCooldown: s.MaxCooldown,
+	})
+	if err != nil {
+		return guardConfig{}, fmt.Errorf("transport: OriginGuardSettings: %w", err)
+	}
+	return guardConfig{OriginGuardSettings: s, policy: pol}, nil
+}
+
+// originGuard is one origin's guard: a breaker, tripped by hand, and the recent outcome of each of
+// the last guardSlots distinct exits that tried the origin.
+type originGuard struct {
+	cfg *guardConfig
+	b   *breaker.Breaker
+
+	mu       sync.Mutex
+	recent   [guardSlots]guardEntry
+	failing  int // distinct failing exits when it last tripped
+	lastSeen int64
+}
+
+type guardEntry struct {
+	exit   uint32 // id + 1; 0 = empty
+	at     int64
+	failed bool
+}
+
+func (p *Pool) newOriginGuard(o *originState) *originGuard {
+	g := &originGuard{cfg: &p.guard}
+	g.b = p.guard.policy.NewBreaker(func(t breaker.Transition) {
+		if t.To == breaker.Closed {
+			g.mu.Lock()
+			g.recent = [guardSlots]guardEntry{}
+			g.mu.Unlock()
+		}
+		p.obs.stateChanged(StateChange{Scope: ScopeOrigin, Origin: o.key, Transition: t})
+	})
+	return g
+}
+
+// admit asks the guard to let a request for the origin through. It returns the guard's permit
+// (a probe while the guard is HALF_OPEN) or the error to refuse the request with.
+func (g *originGuard) admit(now time.Time, origin string) (breaker.Permit, error) {
+	if g.cfg.Disabled {
+		return breaker.Permit{}, nil
+	}
+	pm, ok := g.b.Acquire(now)
+	if ok {
+		return pm, nil
+	}
+	_, retryAt := g.b.Ready(now)
+	g.mu.Lock()
+	failing := g.failing
+	g.mu.Unlock()
+	return pm, &OriginUnhealthyError{Origin: origin, FailingExits: failing, RetryIn: max(retryAt.Sub(now), 0)}
+}
+
+// observe feeds the guard one verdict for the origin through exit id, with the permit admit gave.
+// It reports whether the pair breaker should ignore the verdict's failure: the origin is to blame.
+func (g *originGuard) observe(now time.Time, id uint32, v Verdict, pm breaker.Permit) (originsFault bool) {
+	if g.cfg.Disabled {
+		return false
+	}
+	counts := v.Scope == ScopePair && (v.Outcome == Success || v.Outcome == Transient)
+	failed := counts && v.Outcome == Transient
+	if pm.Probe() {
+		switch {
+		case failed:
+			pm.Failure(now, breaker.Failure{Reason: string(v.Class)})
+			return true
+		case counts:
+			pm.Success(now)
+		default:
+			pm.Neutral(now)
+		}
+		return false
+	}
+	if g.b.State(now) != breaker.Closed {
+		// In flight when the guard tripped: part of the episode.
+		pm.Neutral(now)
+		return failed
+	}
+	if !counts {
+		pm.Neutral(now)
+		return false
+	}
+	t := now.UnixNano()
+	g.mu.Lock()
+	g.lastSeen = t
+	g.record(id, t, failed)
+	trip := false
+	if failed {
+		tried, failing := g.tally(t - int64(g.cfg.Window))
+		trip = failing >= g.cfg.MinExits && float64(failing) > g.cfg.Share*float64(tried)
+		if trip {
+			g.failing = failing
+			g.recent = [guardSlots]guardEntry{}
+		}
+	}
+	g.mu.Unlock()
+	if trip {
+		pm.Failure(now, breaker.Failure{Reason: string(v.Class)})
+		return true
+	}
+	pm.Neutral(now)
+	return false
+}
+
+// record remembers the latest outcome through exit id, replacing the oldest entry if id is new.
+func (g *originGuard) record(id uint32, t int64, failed bool) {
+	oldest := 0
+	for i := range g.recent {
+		e := &g.recent[i]
+		if e.exit == id+1 {
+			e.at, e.failed = t, failed
+			return
+		}
+		if e.at < g.recent[oldest].at {
+			oldest = i
+		}
+	}
+	g.recent[oldest] = guardEntry{exit: id + 1, at: t, failed: failed}
+}
+
+func (g *originGuard) tally(since int64) (tried, failing int) {
+	for _, e := range g.recent {
+		if e.exit != 0 && e.at > since {
+			tried++
+			if e.failed {
+				failing++
+			}
+		}
+	}
+	return tried, failing
+}
+
+// idle reports whether the guard remembers nothing worth keeping.
+func (g *originGuard) idle(now time.Time, ttl time.Duration) bool {
+	if !g.b.Idle(now, ttl) {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return now.UnixNano()-g.lastSeen >= int64(ttl)
+}

@@ -1,0 +1,334 @@
+package transport
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/clock"
+)
+
+// Pool is a set of exits and the breakers that judge them: one per (exit, origin) pair, created
+// when the pair is first used and dropped when idle and healthy; one per exit, for exit-scoped
+// trouble; and one per origin, the origin guard. It picks an exit for each request. Exits can be
+// added and removed while traffic flows. A Pool is safe for concurrent use.
+type Pool struct {
+	clock     clock.Clock
+	pairPol   *breaker.Policy
+	exitPol   *breaker.Policy
+	guard     guardConfig
+	obs       observers
+	dryRun    bool
+	selection Selection
+	tiers     bool
+	idleTTL   time.Duration
+	rand      func() uint64
+
+	mu     sync.Mutex // serialises exit-set changes
+	set    atomic.Pointer[exitSet]
+	nextID uint32
+
+	omu     sync.RWMutex
+	origins map[string]*originState
+
+	sessions sessionTable
+
+	lastSweep atomic.Int64
+	sweeping  atomic.Bool
+	sweeps    sync.WaitGroup
+
+	removed func(*exitState) // set by the Transport: close the exit's idle connections
+}
+
+// exitState is an exit as the pool tracks it.
+type exitState struct {
+	exit     *Exit
+	id       uint32
+	wide     *breaker.Breaker
+	inflight atomic.Int32
+	removed  atomic.Bool
+	base     baseSlot // the exit's own *http.Transport, built on first use
+}
+
+// exitSet is an immutable view of the exits, replaced whole on every change.
+type exitSet struct {
+	all     []*exitState
+	byLabel map[string]*exitState
+	byID    map[uint32]*exitState
+	groups  []tierGroup // by ascending tier; one group of everything when tiers are ignored
+}
+
+type tierGroup struct {
+	tier  int
+	exits []*exitState
+	cum   []float64 // cumulative weights; nil when every weight is equal
+}
+
+// NewPool returns a pool configured by opts. Transport options (WithBase and the like) are ignored.
+func NewPool(opts ...Option) (*Pool, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newPool(c)
+}
+
+func newPool(c *config) (*Pool, error) {
+	pairPol, err := breaker.NewPolicy(c.pair)
+	if err != nil {
+		return nil, fmt.Errorf("transport: pair breaker: %w", err)
+	}
+	exitPol, err := breaker.NewPolicy(c.exit)
+	if err != nil {
+		return nil, fmt.Errorf("transport: exit breaker: %w", err)
+	}
+	guard, err := newGuardConfig(c.guard)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pool{
+		clock: c.clock, pairPol: pairPol, exitPol: exitPol, guard: guard, obs: c.observers,
+		dryRun: c.dryRun, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
+		rand: c.rand, origins: make(map[string]*originState),
+		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
+	}
+	p.set.Store(p.buildSet(nil))
+	p.lastSweep.Store(c.clock.Now().UnixNano())
+	if err := p.Add(c.exits...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Add adds exits. Labels must be unique in the pool; weights positive and finite. Nothing is added
+// if any exit is invalid.
+func (p *Pool) Add(exits ...*Exit) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.set.Load()
+	seen := make(map[string]bool, len(exits))
+	var errs []error
+	for i, e := range exits {
+		switch {
+		case e == nil:
+			errs = append(errs, fmt.Errorf("transport: exit %d is nil", i))
+		case old.byLabel[e.label] != nil || seen[e.label]:
+			errs = append(errs, fmt.Errorf("transport: duplicate exit label %q", e.label))
+		case !(e.weight > 0) || math.IsInf(e.weight, 0):
+			errs = append(errs, fmt.Errorf("transport: exit %s: weight %v must be positive and finite", e.label, e.weight))
+		default:
+			seen[e.label] = true
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	all := slices.Clone(old.all)
+	for _, e := range exits {
+		es := &exitState{exit: e, id: p.nextID}
+		p.nextID++
+		es.wide = p.exitPol.NewBreaker(func(t breaker.Transition) {
+			p.obs.stateChanged(StateChange{Scope: ScopeExit, Exit: es.exit, Transition: t})
+		})
+		all = append(all, es)
+	}
+	p.set.Store(p.buildSet(all))
+	return nil
+}
+
+// Remove removes the exits with the given labels and closes their idle connections. Requests in
+// flight through them finish normally. Unknown labels are an error; known ones are removed anyway.
+func (p *Pool) Remove(labels ...string) error {
+	p.mu.Lock()
+	old := p.set.Load()
+	drop := make(map[string]bool, len(labels))
+	var errs []error
+	for _, l := range labels {
+		if old.byLabel[l] == nil {
+			errs = append(errs, fmt.Errorf("transport: no exit labelled %q", l))
+		}
+		drop[l] = true
+	}
+	var kept, gone []*exitState
+	for _, es := range old.all {
+		if drop[es.exit.label] {
+			gone = append(gone, es)
+		} else {
+			kept = append(kept, es)
+		}
+	}
+	p.set.Store(p.buildSet(kept))
+	p.mu.Unlock()
+	for _, es := range gone {
+		es.removed.Store(true)
+		if p.removed != nil {
+			p.removed(es)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Exits returns the pool's exits, in the order they were added.
+func (p *Pool) Exits() []*Exit {
+	set := p.set.Load()
+	out := make([]*Exit, len(set.all))
+	for i, es := range set.all {
+		out[i] = es.exit
+	}
+	return out
+}
+
+func (p *Pool) buildSet(all []*exitState) *exitSet {
+	s := &exitSet{all: all, byLabel: make(map[string]*exitState, len(all)), byID: make(map[uint32]*exitState, len(all))}
+	for _, es := range all {
+		s.byLabel[es.exit.label] = es
+		s.byID[es.id] = es
+	}
+	byTier := map[int][]*exitState{}
+	for _, es := range all {
+		t := es.exit.tier
+		if !p.tiers {
+			t = 0
+		}
+		byTier[t] = append(byTier[t], es)
+	}
+	for t, exits := range byTier {
+		g := tierGroup{tier: t, exits: exits}
+		equal := true
+		for _, es := range exits {
+			equal = equal && es.exit.weight == exits[0].exit.weight
+		}
+		if !equal {
+			g.cum = make([]float64, len(exits))
+			sum := 0.0
+			for i, es := range exits {
+				sum += es.exit.weight
+				g.cum[i] = sum
+			}
+		}
+		s.groups = append(s.groups, g)
+	}
+	slices.SortFunc(s.groups, func(a, b tierGroup) int { return cmp.Compare(a.tier, b.tier) })
+	return s
+}
+
+// originState is everything the pool keeps per origin.
+type originState struct {
+	key   string
+	mu    sync.RWMutex
+	pairs map[uint32]*pair
+	dead  bool // dropped from the pool's table by a sweep; re-look it up
+	guard *originGuard
+}
+
+type pair struct {
+	b      *breaker.Breaker
+	exit   *exitState
+	origin *originState
+}
+
+// origin returns the state for key, creating it if needed.
+func (p *Pool) origin(key string) *originState {
+	p.omu.RLock()
+	o := p.origins[key]
+	p.omu.RUnlock()
+	if o != nil {
+		return o
+	}
+	p.omu.Lock()
+	defer p.omu.Unlock()
+	if o = p.origins[key]; o == nil {
+		o = &originState{key: key, pairs: make(map[uint32]*pair)}
+		o.guard = p.newOriginGuard(o)
+		p.origins[key] = o
+	}
+	return o
+}
+
+// lookupPair returns the pair's breaker, or nil if the pair has none yet (it is CLOSED and fresh).
+func (o *originState) lookupPair(id uint32) *pair {
+	o.mu.RLock()
+	pr := o.pairs[id]
+	o.mu.RUnlock()
+	return pr
+}
+
+// pairFor returns the pair for es, creating it. ok is false if o was dropped meanwhile.
+func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
+	if pr := o.lookupPair(es.id); pr != nil {
+		return pr, true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.dead {
+		return nil, false
+	}
+	if pr := o.pairs[es.id]; pr != nil {
+		return pr, true
+	}
+	pr := &pair{exit: es, origin: o}
+	pr.b = p.pairPol.NewBreaker(func(t breaker.Transition) {
+		p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: pr.exit.exit, Origin: pr.origin.key, Transition: t})
+	})
+	o.pairs[es.id] = pr
+	return pr, true
+}
+
+// maybeSweep starts a sweep of idle breakers at most once per half idle TTL.
+func (p *Pool) maybeSweep(now time.Time) {
+	last := p.lastSweep.Load()
+	if now.UnixNano()-last < int64(p.idleTTL/2) || !p.sweeping.CompareAndSwap(false, true) {
+		return
+	}
+	p.lastSweep.Store(now.UnixNano())
+	p.sweeps.Add(1)
+	go func() {
+		defer p.sweeps.Done()
+		defer p.sweeping.Store(false)
+		p.Sweep(now)
+	}()
+}
+
+// Sweep drops, at now, the pair breakers that are idle and healthy (breaker.Breaker.Idle with the
+// pool's idle TTL) or belong to removed exits, and origins left with nothing to remember. The pool
+// sweeps by itself in the background as traffic flows; Sweep is for tests and for callers that
+// want memory back at once.
+func (p *Pool) Sweep(now time.Time) {
+	p.omu.RLock()
+	origins := make([]*originState, 0, len(p.origins))
+	for _, o := range p.origins {
+		origins = append(origins, o)
+	}
+	p.omu.RUnlock()
+	for _, o := range origins {
+		o.mu.Lock()
+		for id, pr := range o.pairs {
+			if pr.exit.removed.Load() || pr.b.Idle(now, p.idleTTL) {
+				delete(o.pairs, id)
+			}
+		}
+		empty := len(o.pairs) == 0 && o.guard.idle(now, p.idleTTL)
+		o.mu.Unlock()
+		if !empty {
+			continue
+		}
+		p.omu.Lock()
+		o.mu.Lock()
+		if len(o.pairs) == 0 && o.guard.idle(now, p.idleTTL) && p.origins[o.key] == o {
+			o.dead = true
+			delete(p.origins, o.key)
+		}
+		o.mu.Unlock()
+		p.omu.Unlock()
+	}
+	p.sessions.sweep(p.set.Load())
+}
+
+// Close waits for background sweeps to end. The pool stays usable.
+func (p *Pool) Close() { p.sweeps.Wait() }

@@ -1,0 +1,82 @@
+package transport
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+)
+
+// Snapshot is the state of every breaker in a pool at one instant. It marshals to JSON and holds
+// no credentials: exits appear by label.
+type Snapshot struct {
+	At      time.Time      `json:"at"`
+	Exits   []ExitStatus   `json:"exits"`
+	Pairs   []PairStatus   `json:"pairs"`
+	Origins []OriginStatus `json:"origins"`
+}
+
+// ExitStatus is one exit's own breaker.
+type ExitStatus struct {
+	Exit     string           `json:"exit"`
+	Tier     int              `json:"tier"`
+	Weight   float64          `json:"weight"`
+	InFlight int              `json:"in_flight"`
+	Breaker  breaker.Snapshot `json:"breaker"`
+}
+
+// PairStatus is one (exit, origin) breaker. Pairs the pool holds no breaker for are CLOSED and
+// fresh, and are not listed.
+type PairStatus struct {
+	Exit    string           `json:"exit"`
+	Origin  string           `json:"origin"`
+	Breaker breaker.Snapshot `json:"breaker"`
+}
+
+// OriginStatus is one origin's guard.
+type OriginStatus struct {
+	Origin  string           `json:"origin"`
+	Breaker breaker.Snapshot `json:"breaker"`
+}
+
+// Snapshot returns the state of every breaker at the pool's current time.
+func (p *Pool) Snapshot() Snapshot { return p.SnapshotAt(p.clock.Now()) }
+
+// SnapshotAt returns the state of every breaker at now, sorted by exit label and origin. It
+// changes nothing.
+func (p *Pool) SnapshotAt(now time.Time) Snapshot {
+	s := Snapshot{At: now}
+	set := p.set.Load()
+	for _, es := range set.all {
+		s.Exits = append(s.Exits, ExitStatus{
+			Exit: es.exit.label, Tier: es.exit.tier, Weight: es.exit.weight,
+			InFlight: int(es.inflight.Load()), Breaker: es.wide.Snapshot(now),
+		})
+	}
+	p.omu.RLock()
+	origins := make([]*originState, 0, len(p.origins))
+	for _, o := range p.origins {
+		origins = append(origins, o)
+	}
+	p.omu.RUnlock()
+	for _, o := range origins {
+		o.mu.RLock()
+		for _, pr := range o.pairs {
+			if pr.exit.removed.Load() {
+				continue
+			}
+			s.Pairs = append(s.Pairs, PairStatus{Exit: pr.exit.exit.label, Origin: o.key, Breaker: pr.b.Snapshot(now)})
+		}
+		o.mu.RUnlock()
+		if !o.guard.cfg.Disabled {
+			s.Origins = append(s.Origins, OriginStatus{Origin: o.key, Breaker: o.guard.b.Snapshot(now)})
+		}
+	}
+	slices.SortFunc(s.Exits, func(a, b ExitStatus) int { return cmp.Compare(a.Exit, b.Exit) })
+	slices.SortFunc(s.Pairs, func(a, b PairStatus) int {
+		return cmp.Or(cmp.Compare(a.Exit, b.Exit), cmp.Compare(a.Origin, b.Origin))
+	})
+	slices.SortFunc(s.Origins, func(a, b OriginStatus) int { return cmp.Compare(a.Origin, b.Origin) })
+	return s
+}

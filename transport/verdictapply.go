@@ -1,0 +1,58 @@
+package transport
+
+import (
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+)
+
+// finish applies v to the ticket's breakers at now, exactly once per ticket (the caller
+// guarantees it), and returns the pair's and the exit's states afterwards.
+//
+// Routing of a verdict:
+//   - Success: pair and exit succeed.
+//   - Transient, pair scope: the pair fails (soft failures count half) unless the origin guard
+//     blames the origin; the exit fails too when the trouble is connection-level, else it is neutral.
+//   - Transient or Permanent, exit scope: the exit fails (or is parked); the pair is neutral.
+//   - Permanent, pair scope: the pair is parked.
+//   - Neutral: nothing is counted; every slot is freed.
+func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter breaker.State) {
+	t.exit.inflight.Add(-1)
+	originsFault := t.origin.guard.observe(now, t.exit.id, v, t.originPm)
+	f := breaker.Failure{
+		Permanent:  v.Outcome == Permanent,
+		Soft:       v.Soft,
+		RetryAfter: v.RetryAfter,
+		Reason:     string(v.Class),
+	}
+	switch {
+	case v.Outcome == Success:
+		t.pairPm.Success(now)
+		t.exitPm.Success(now)
+	case v.Outcome == Neutral:
+		t.pairPm.Neutral(now)
+		t.exitPm.Neutral(now)
+	case v.Scope == ScopeExit:
+		t.pairPm.Neutral(now)
+		t.exitPm.Failure(now, f)
+	case v.Scope == ScopeOrigin || originsFault:
+		t.pairPm.Neutral(now)
+		t.exitPm.Neutral(now)
+	default: // pair scope
+		t.pairPm.Failure(now, f)
+		if v.ConnLevel {
+			t.exitPm.Failure(now, breaker.Failure{Reason: f.Reason})
+		} else {
+			t.exitPm.Neutral(now)
+		}
+	}
+	return t.pair.b.State(now), t.exit.wide.State(now)
+}
+
+// release gives back every permit of a ticket that never produced an attempt.
+func (p *Pool) release(now time.Time, t *ticket) {
+	t.exit.inflight.Add(-1)
+	t.pairPm.Release(now)
+	t.exitPm.Release(now)
+	t.originPm.Release(now)
+}
