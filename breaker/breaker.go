@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -18,7 +19,7 @@ type Breaker struct {
 	gen       uint64
 	level     int // backoff level of the last trip; decays while CLOSED
 	trips     uint32
-	softHalf  bool // one soft failure is waiting for its other half
+	softAt    int64 // when a soft failure began waiting for its other half; 0 if none
 	fails     failureRing
 	volume    *volumeBuckets
 	nextProbe int64 // OPEN: when probing may start
@@ -114,7 +115,7 @@ func (b *Breaker) view(now int64) (State, int64) {
 	case HalfOpen:
 		if e, ok := b.expiredLease(now); ok {
 			// The probe that held this lease has failed; the breaker is OPEN from e on.
-			if reopen := e + b.reopenIn; now < reopen {
+			if reopen := addSat(e, b.reopenIn); now < reopen {
 				return Open, reopen
 			}
 			return HalfOpen, 0
@@ -196,7 +197,7 @@ func (b *Breaker) acquire(now, leaseFor int64, ev *events) (Permit, bool) {
 	for i := range b.leases {
 		if b.leases[i].deadline == 0 {
 			b.leaseSeq++
-			b.leases[i] = lease{deadline: now + max(leaseFor, 1), seq: b.leaseSeq}
+			b.leases[i] = lease{deadline: addSat(now, max(leaseFor, 1)), seq: b.leaseSeq}
 			b.inflight++
 			b.lastUse = now
 			return Permit{b: b, gen: b.gen, slot: int16(i), seq: b.leaseSeq}, true
@@ -207,6 +208,7 @@ func (b *Breaker) acquire(now, leaseFor int64, ev *events) (Permit, bool) {
 
 func (b *Breaker) enterHalfOpen(now int64, ev *events) {
 	b.state = HalfOpen
+	b.parked = false // a probe that fails or expires opens one level up, unparked
 	b.gen++
 	b.inflight, b.successes = 0, 0
 	clear(b.leases)
@@ -224,7 +226,7 @@ func (b *Breaker) expireLeases(now int64, ev *events) {
 		b.lastFail, b.lastFailT = "probe lease expired", e
 		b.level = min(b.level+1, b.p.maxLevel)
 		b.trips++
-		b.open(e, e+b.reopenIn, CauseLeaseExpired, false, ev)
+		b.open(e, addSat(e, b.reopenIn), CauseLeaseExpired, false, ev)
 	}
 }
 
@@ -252,7 +254,7 @@ func (b *Breaker) open(now, next int64, c Cause, parked bool, ev *events) {
 	b.inflight, b.successes = 0, 0
 	clear(b.leases)
 	b.fails.reset()
-	b.softHalf = false
+	b.softAt = 0
 	if b.volume != nil {
 		b.volume.reset()
 	}
@@ -283,14 +285,14 @@ func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
 	if ra := min(f.RetryAfter, b.p.s.MaxRetryAfter); ra > window {
 		window = ra
 	}
-	b.open(now, now+int64(b.p.jittered(window)), c, false, ev)
+	b.open(now, addSat(now, int64(b.p.jittered(window))), c, false, ev)
 }
 
 // park opens the breaker for ParkFor without raising the backoff level.
 func (b *Breaker) park(now int64, ev *events) {
 	b.level = b.effectiveLevel(now)
 	b.trips++
-	b.open(now, now+int64(b.p.jittered(b.p.s.ParkFor)), CausePermanent, true, ev)
+	b.open(now, addSat(now, int64(b.p.jittered(b.p.s.ParkFor))), CausePermanent, true, ev)
 }
 
 func (b *Breaker) close(now int64, ev *events) {
@@ -301,7 +303,10 @@ func (b *Breaker) close(now int64, ev *events) {
 	b.inflight, b.successes = 0, 0
 	clear(b.leases)
 	b.fails.reset()
-	b.softHalf = false
+	b.softAt = 0
+	if b.volume != nil {
+		b.volume.reset() // probe successes must not dilute the next CLOSED period's ratio
+	}
 	if b.p.s.StablePeriod < 0 {
 		b.level = 0
 	}
@@ -343,6 +348,20 @@ func (b *Breaker) Snapshot(now time.Time) Snapshot {
 	return s
 }
 
+// addSat returns t+d, saturating at the largest instant instead of wrapping into the past: a
+// breaker parked "forever" must not reopen at once.
+func addSat(t, d int64) int64 {
+	if d > 0 && t > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return t + d
+}
+
+// softPending reports whether a soft failure inside the window is waiting for its other half.
+func (b *Breaker) softPending(now int64) bool {
+	return b.softAt != 0 && b.softAt > now-int64(b.p.s.Window)
+}
+
 func unixTime(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
@@ -357,7 +376,7 @@ func (b *Breaker) Idle(now time.Time, ttl time.Duration) bool {
 	t := now.UnixNano()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.state == Closed && !b.softHalf && b.effectiveLevel(t) == 0 &&
+	return b.state == Closed && !b.softPending(t) && b.effectiveLevel(t) == 0 &&
 		b.fails.count(t-int64(b.p.s.Window)) == 0 && t-b.lastUse >= int64(ttl)
 }
 

@@ -101,9 +101,11 @@ func (b *Breaker) apply(now int64, p Permit, v verdict, f Failure, ev *events) {
 			return
 		}
 		if f.Soft && f.RetryAfter <= 0 {
-			if b.softHalf = !b.softHalf; b.softHalf {
-				return // the first half of a failure
+			if !b.softPending(now) {
+				b.softAt = now // the first half of a failure; it waits one Window for its other half
+				return
 			}
+			b.softAt = 0
 		}
 		b.fails.add(now, b.p.s.FailureThreshold)
 		if b.volume != nil {

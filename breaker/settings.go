@@ -45,7 +45,8 @@ type Settings struct {
 	MinVolume int
 	// BaseCooldown is the first OPEN window. Default 20 s.
 	BaseCooldown time.Duration
-	// MaxCooldown caps the doubling of the OPEN window (before jitter). Default 15 min.
+	// MaxCooldown caps the doubling of the OPEN window (before jitter). Default 15 min, or
+	// BaseCooldown if that is longer.
 	MaxCooldown time.Duration
 	// Jitter lengthens every OPEN window by a random fraction of itself in [0, Jitter), so breakers
 	// tripped together do not probe together. Default 0.25; negative disables jitter; at most 1.
@@ -76,7 +77,7 @@ type Policy struct {
 	maxLevel int
 }
 
-// NewPolicy validates s, fills in defaults, and returns the Policy. The error names the first bad field.
+// NewPolicy validates s, fills in defaults, and returns the Policy. The error names every bad field.
 func NewPolicy(s Settings) (*Policy, error) {
 	var errs []error
 	bad := func(field string, v any, why string) {
@@ -101,7 +102,7 @@ func NewPolicy(s Settings) (*Policy, error) {
 		s.MinVolume = DefaultMinVolume
 	}
 	s.BaseCooldown = durationOr(s.BaseCooldown, DefaultBaseCooldown, "BaseCooldown", bad)
-	s.MaxCooldown = durationOr(s.MaxCooldown, DefaultMaxCooldown, "MaxCooldown", bad)
+	s.MaxCooldown = durationOr(s.MaxCooldown, max(DefaultMaxCooldown, s.BaseCooldown), "MaxCooldown", bad)
 	if s.MaxCooldown < s.BaseCooldown {
 		bad("MaxCooldown", s.MaxCooldown, fmt.Sprintf("must not be shorter than BaseCooldown (%v)", s.BaseCooldown))
 	}
@@ -138,10 +139,20 @@ func NewPolicy(s Settings) (*Policy, error) {
 		return nil, errors.Join(errs...)
 	}
 	p := &Policy{s: s, maxLevel: 1}
-	for p.maxLevel < 62 && s.BaseCooldown<<(p.maxLevel-1) < s.MaxCooldown {
+	for p.maxLevel < 62 && doubled(s.BaseCooldown, s.MaxCooldown, p.maxLevel) < s.MaxCooldown {
 		p.maxLevel++
 	}
 	return p, nil
+}
+
+// doubled returns min(base·2^(level-1), limit) without overflowing: a shift that would pass limit
+// (and perhaps wrap negative) returns limit instead.
+func doubled(base, limit time.Duration, level int) time.Duration {
+	shift := max(level, 1) - 1
+	if shift >= 63 || base > limit>>shift {
+		return limit
+	}
+	return base << shift
 }
 
 func durationOr(d, def time.Duration, field string, bad func(string, any, string)) time.Duration {
@@ -166,7 +177,7 @@ func (p *Policy) Cooldown(level int) time.Duration {
 	if level > p.maxLevel {
 		return p.s.MaxCooldown
 	}
-	return min(p.s.BaseCooldown<<(level-1), p.s.MaxCooldown)
+	return doubled(p.s.BaseCooldown, p.s.MaxCooldown, level)
 }
 
 // jittered lengthens d by a random fraction of itself in [0, Jitter).
@@ -178,7 +189,9 @@ func (p *Policy) jittered(d time.Duration) time.Duration {
 	if r < 0 || r >= 1 || r != r {
 		r = 0 // a broken source must not shorten or explode a window
 	}
-	return d + time.Duration(float64(d)*p.s.Jitter*r)
+	// Jitter <= 1 and r < 1 keep the product below d, so it converts back without overflow; the sum
+	// saturates rather than wrapping for windows near the largest Duration.
+	return time.Duration(addSat(int64(d), int64(float64(d)*p.s.Jitter*r)))
 }
 
 // MaxLevel is the backoff level at which Cooldown reaches MaxCooldown.

@@ -64,7 +64,8 @@ const (
 type Failure struct {
 	// Permanent parks the breaker for ParkFor at once, whatever the count.
 	Permanent bool
-	// Soft failures count half: two of them make one failure. proxybreaker uses it for 502/503/504
+	// Soft failures count half: two of them within Window make one failure; a lone half older than
+	// Window is forgotten. proxybreaker uses it for 502/503/504
 	// from the origin, which may be the origin's trouble rather than the exit's.
 	Soft bool
 	// RetryAfter, when positive, trips the breaker at once and keeps it OPEN at least this long
