@@ -142,7 +142,9 @@ func classifyError(a *Attempt) Verdict {
 	var pce *ProxyConnectError
 	if errors.As(err, &pce) {
 		switch pce.StatusCode {
-		case http.StatusProxyAuthRequired:
+		case http.StatusProxyAuthRequired, http.StatusUnauthorized:
+			// Only the proxy answers a CONNECT, so a 401 is its credential check too: tinyproxy up to
+			// 1.11.1 answers wrong credentials 401 (tinyproxy issue #532).
 			return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			// The proxy tried the target and failed: the target's trouble, or this exit's route to it.
@@ -162,8 +164,7 @@ func classifyError(a *Attempt) Verdict {
 		}
 		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyDNS}
 	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) && opErr.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED) {
+	if dialRefused(err) {
 		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyRefused}
 	}
 	if isTimeout(err) {
@@ -191,6 +192,32 @@ func classifyError(a *Attempt) Verdict {
 		return Verdict{Outcome: Neutral, Class: ClassCanceled}
 	}
 	return Verdict{Outcome: Transient, Class: ClassError}
+}
+
+// dialRefused reports whether err holds a refused dial. Every connection dials the proxy, so the
+// refusal is the proxy's. The dial's *net.OpError is rarely the outermost one: net/http wraps it in
+// a "proxyconnect" *net.OpError and x/net/proxy in a "socks connect" one, so the whole chain is
+// searched, not only the first *net.OpError.
+func dialRefused(err error) bool {
+	for err != nil {
+		if op, ok := err.(*net.OpError); ok && op.Op == "dial" && errors.Is(op.Err, syscall.ECONNREFUSED) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if dialRefused(e) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 func isTimeout(err error) bool {

@@ -40,6 +40,10 @@ var defaultProxyPort = map[string]string{
 //	host:port:user:pass            (the common provider format; http assumed)
 //	host:port                      (http, no credentials)
 //
+// In host:port:user:pass the password may hold anything, ':', '@', '#' and "://" included. A line
+// that reads both ways (an '@' in the user field and a host:port after the last '@') is taken as
+// user:pass@host:port.
+//
 // A missing port takes the scheme's default (80, 443, 1080). The error names the input with its
 // password redacted.
 func ParseExit(raw string) (*Exit, error) {
@@ -48,7 +52,14 @@ func ParseExit(raw string) (*Exit, error) {
 		return nil, fmt.Errorf("transport: empty proxy address")
 	}
 	var u *url.URL
-	switch {
+	switch _, _, _, isColon := colonForm(s); {
+	case isColon:
+		// Before the '@' and "://" tests: the provider format's password may contain either.
+		pu, err := parseColonForm(s)
+		if err != nil {
+			return nil, err
+		}
+		u = pu
 	case strings.Contains(s, "://"):
 		pu, err := url.Parse(s)
 		if err != nil {
@@ -130,6 +141,66 @@ func parseColonForm(s string) (*url.URL, error) {
 	return u, nil
 }
 
+// colonForm reports whether s is host:port:user:pass (or [v6]:port:user:pass) and returns its
+// host, port and user: the port is all digits, the host holds no '@', the password is the rest.
+// When the user holds an '@' and what follows the last '@' is host:port, s is user:pass@host:port
+// whose password starts with digits and a colon, and colonForm says no.
+func colonForm(s string) (host, port, user string, ok bool) {
+	rest := s
+	if strings.HasPrefix(s, "[") {
+		end := strings.Index(s, "]")
+		if end < 0 || !strings.HasPrefix(s[end+1:], ":") {
+			return "", "", "", false
+		}
+		host, rest = s[:end+1], s[end+2:]
+	} else {
+		var found bool
+		if host, rest, found = strings.Cut(s, ":"); !found {
+			return "", "", "", false
+		}
+	}
+	port, rest, found := strings.Cut(rest, ":")
+	if !found || strings.Contains(host, "@") || !allDigits(port) {
+		return "", "", "", false
+	}
+	user, _, found = strings.Cut(rest, ":")
+	if !found {
+		return "", "", "", false
+	}
+	if strings.Contains(user, "@") {
+		tail := s[strings.LastIndex(s, "@")+1:]
+		if i := strings.LastIndex(tail, ":"); i >= 0 && allDigits(tail[i+1:]) {
+			return "", "", "", false
+		}
+	}
+	return host, port, user, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// hasScheme reports whether s starts with a URL scheme followed by "://", and where the "://" is.
+func hasScheme(s string) (int, bool) {
+	j := strings.Index(s, "://")
+	if j <= 0 {
+		return j, false
+	}
+	for i := 0; i < j; i++ {
+		c := s[i]
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return j, false
+		}
+	}
+	return j, true
+}
+
 func checkProxyURL(u *url.URL, raw string) error {
 	name := RedactRaw(raw)
 	u.Scheme = strings.ToLower(u.Scheme)
@@ -147,6 +218,10 @@ func checkProxyURL(u *url.URL, raw string) error {
 	}
 	port := u.Port()
 	if port == "" {
+		// url.URL.Port ignores a port that is not a number: find it, and refuse it.
+		if i := strings.LastIndexByte(u.Host, ':'); i >= 0 && i+1 < len(u.Host) && !strings.Contains(u.Host[i:], "]") {
+			return fmt.Errorf("transport: proxy %q: bad port %q", name, u.Host[i+1:])
+		}
 		u.Host = net.JoinHostPort(host, def)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return fmt.Errorf("transport: proxy %q: bad port %q", name, port)
@@ -162,9 +237,13 @@ func checkProxyURL(u *url.URL, raw string) error {
 // RedactRaw returns s with anything that may be a password replaced by "xxxxx". It copes with
 // strings that do not parse, which is exactly when an error message needs it.
 func RedactRaw(s string) string {
+	if host, port, user, ok := colonForm(s); ok {
+		return host + ":" + port + ":" + user + ":xxxxx"
+	}
+	j, scheme := hasScheme(s)
 	if i := strings.LastIndex(s, "@"); i >= 0 {
 		start := 0
-		if j := strings.Index(s, "://"); j >= 0 && j < i {
+		if scheme && j < i {
 			start = j + 3
 		}
 		user, _, hasPass := strings.Cut(s[start:i], ":")
@@ -173,7 +252,7 @@ func RedactRaw(s string) string {
 		}
 		return s[:start] + user + ":xxxxx" + s[i:]
 	}
-	if strings.Contains(s, "://") {
+	if scheme {
 		return s
 	}
 	// host:port:user:pass, possibly with an IPv6 literal in brackets.

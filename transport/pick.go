@@ -33,20 +33,12 @@ type ticket struct {
 // *NoHealthyExitError or *OriginUnhealthyError when nothing may be sent.
 func (p *Pool) pick(ctx context.Context, now time.Time, originKey string) (ticket, error) {
 	p.maybeSweep(now)
-	var o *originState
-	for {
-		o = p.origin(originKey)
-		o.mu.RLock()
-		dead := o.dead
-		o.mu.RUnlock()
-		if !dead {
-			break
-		}
-	}
+	o := p.liveOrigin(originKey)
 	originPm, err := o.guard.admit(now, originKey)
 	if err != nil && !p.dryRun {
 		return ticket{}, err
 	}
+	guardWould := err != nil
 	memo := retryMemoFrom(ctx)
 	session, _ := ctx.Value(sessionKey).(string)
 	var soonest time.Time
@@ -66,9 +58,21 @@ func (p *Pool) pick(ctx context.Context, now time.Time, originKey string) (ticke
 		}
 		t, ok := p.acquire(now, o, es)
 		if !ok {
-			continue // a probe slot went to another request between peek and acquire
+			if o.isDead() {
+				// A sweep dropped the origin between lookup and acquire: start again on its
+				// fresh state (a swept origin's guard was CLOSED and idle).
+				originPm.Release(now)
+				o = p.liveOrigin(originKey)
+				originPm, err = o.guard.admit(now, originKey)
+				if err != nil && !p.dryRun {
+					return ticket{}, err
+				}
+				guardWould = err != nil
+			}
+			continue // or a probe slot went to another request between peek and acquire
 		}
 		t.originPm = originPm
+		t.would = t.would || guardWould
 		if session != "" {
 			p.sessions.pin(session, originKey, es.id)
 		}
@@ -76,6 +80,22 @@ func (p *Pool) pick(ctx context.Context, now time.Time, originKey string) (ticke
 	}
 	originPm.Release(now)
 	return ticket{}, &NoHealthyExitError{Origin: originKey, Exits: len(p.set.Load().all), RetryIn: untilPositive(soonest, now)}
+}
+
+// liveOrigin returns the state for originKey, never one a sweep has dropped.
+func (p *Pool) liveOrigin(originKey string) *originState {
+	for {
+		o := p.origin(originKey)
+		if !o.isDead() {
+			return o
+		}
+	}
+}
+
+func (o *originState) isDead() bool {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.dead
 }
 
 func untilPositive(t, now time.Time) time.Duration {
@@ -160,13 +180,18 @@ func (p *Pool) ready(now time.Time, o *originState, es *exitState, avoid *retryM
 	if p.dryRun {
 		return true, time.Time{}
 	}
-	if ok, at := es.wide.Ready(now); !ok {
-		return false, at
-	}
+	ok, at := es.wide.Ready(now)
 	if pr := o.lookupPair(es.id); pr != nil {
+		if !ok {
+			// The exit is usable for o only once both breakers are: report the later instant.
+			if pok, pat := pr.b.Ready(now); !pok && pat.After(at) {
+				at = pat
+			}
+			return false, at
+		}
 		return pr.b.Ready(now)
 	}
-	return true, time.Time{}
+	return ok, at
 }
 
 // draw returns a random exit of g, by weight.

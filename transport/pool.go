@@ -151,7 +151,8 @@ func (p *Pool) Remove(labels ...string) error {
 	var errs []error
 	for _, l := range labels {
 		if old.byLabel[l] == nil {
-			errs = append(errs, fmt.Errorf("transport: no exit labelled %q", l))
+			// Redacted: a caller that removes by proxy-list line or dialing URL passed a password.
+			errs = append(errs, fmt.Errorf("transport: no exit labelled %q", RedactRaw(l)))
 		}
 		drop[l] = true
 	}

@@ -61,10 +61,12 @@ func parseListLine(text string) (*Exit, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range fields[1:] {
+	for i, f := range fields[1:] {
+		// A field that is not a known attribute may be the tail of a password with a space in it:
+		// errors name its position, never its text.
 		k, v, ok := strings.Cut(f, "=")
 		if !ok {
-			return nil, fmt.Errorf("proxy %s: attribute %q: want key=value", e.Label(), RedactRaw(f))
+			return nil, fmt.Errorf("proxy %s: field %d after the proxy: want key=value (passwords cannot contain spaces in a list)", e.Label(), i+1)
 		}
 		switch k {
 		case "label":
@@ -85,7 +87,7 @@ func parseListLine(text string) (*Exit, error) {
 			}
 			e = e.WithWeight(w)
 		default:
-			return nil, fmt.Errorf("proxy %s: unknown attribute %q (want label, tier or weight)", e.Label(), k)
+			return nil, fmt.Errorf("proxy %s: field %d after the proxy: unknown attribute (want label, tier or weight)", e.Label(), i+1)
 		}
 	}
 	return e, nil

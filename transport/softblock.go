@@ -132,16 +132,25 @@ func peekBody(resp *http.Response, limit int) (prefix []byte, complete bool, err
 	if resp.ContentLength >= 0 && resp.ContentLength < int64(limit) {
 		size = int(resp.ContentLength) + 1 // +1 to see the EOF in one read
 	}
+	// Not io.ReadFull: it turns an early EOF into io.ErrUnexpectedEOF, which is also what net/http
+	// returns for a truncated body, and a truncated body must not pass for a complete one.
 	buf := make([]byte, size)
-	n, rerr := io.ReadFull(resp.Body, buf)
+	n := 0
+	var rerr error
+	for n < size && rerr == nil {
+		var m int
+		m, rerr = resp.Body.Read(buf[n:])
+		n += m
+	}
 	buf = buf[:n]
 	rb := &replayBody{prefix: buf, rest: resp.Body}
-	switch rerr {
-	case nil:
-	case io.EOF, io.ErrUnexpectedEOF:
+	switch {
+	case rerr == io.EOF:
 		complete, rb.restErr = true, io.EOF
-	default:
+	case rerr != nil:
 		rb.restErr, err = rerr, rerr
+	case resp.ContentLength >= 0 && int64(n) >= resp.ContentLength:
+		complete = true // a body exactly limit long: the rest reads io.EOF
 	}
 	resp.Body = rb
 	return buf, complete, err

@@ -37,6 +37,12 @@ var _ http.RoundTripper = (*Transport)(nil)
 // did not arrive within the header timeout.
 var errHeaderTimeout = errors.New("transport: timeout awaiting response headers through the exit")
 
+// errNilResponse stands in for the error a base RoundTripper failed to return with its nil response.
+var errNilResponse = errors.New("transport: base RoundTripper returned a nil response and a nil error")
+
+// errAttemptPanicked is the error observers see for an attempt ended by a panic.
+var errAttemptPanicked = errors.New("transport: attempt panicked")
+
 // New returns a Transport configured by opts. It validates everything up front: a bad setting is an
 // error naming it.
 func New(opts ...Option) (*Transport, error) {
@@ -119,6 +125,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	a.cancel = cancel
 	a.ctx = &attemptContext{Context: cctx, exit: tk.exit.exit}
+	settled := false
+	defer func() {
+		if !settled {
+			// A panic in an observer, the base or the classifier: give the permits back (probe
+			// slots, in-flight count) before it goes on up.
+			if a.timer != nil {
+				a.timer.Stop()
+			}
+			a.finish(Verdict{Outcome: Neutral, Class: ClassError}, 0, errAttemptPanicked)
+			cancel(nil)
+		}
+	}()
 	if len(t.obs) > 0 {
 		a.ctx = t.obs.started(a.ctx, a.info)
 	}
@@ -131,8 +149,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		resp = nil
 	}
+	if resp == nil && err == nil {
+		err = errNilResponse
+	}
 	if resp != nil && resp.Body == nil {
 		resp.Body = http.NoBody
+	}
+	if resp != nil && resp.Request == nil {
+		resp.Request = out // so that ExitFromResponse names the exit
 	}
 	at := Attempt{Request: out, Response: resp, Err: err, Exit: tk.exit.exit, Origin: origin}
 	at.Now = t.clock.Now()
@@ -146,6 +170,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = nil, errHeaderTimeout
 		v = Verdict{Outcome: Transient, Class: ClassTimeout, ConnLevel: true}
 	}
+	settled = true
 	if err != nil {
 		a.finish(v, 0, err)
 		cancel(nil)

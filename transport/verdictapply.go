@@ -13,6 +13,7 @@ import (
 //   - Success: pair and exit succeed.
 //   - Transient, pair scope: the pair fails (soft failures count half) unless the origin guard
 //     blames the origin; the exit fails too when the trouble is connection-level, else it is neutral.
+//     A Retry-After is honoured on the pair even when the guard blames the origin.
 //   - Transient or Permanent, exit scope: the exit fails (or is parked); the pair is neutral.
 //   - Permanent, pair scope: the pair is parked.
 //   - Neutral: nothing is counted; every slot is freed.
@@ -35,8 +36,12 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter
 	case v.Scope == ScopeExit:
 		t.pairPm.Neutral(now)
 		t.exitPm.Failure(now, f)
-	case v.Scope == ScopeOrigin || originsFault:
+	case v.Scope == ScopeOrigin || (originsFault && v.RetryAfter <= 0):
 		t.pairPm.Neutral(now)
+		t.exitPm.Neutral(now)
+	case originsFault:
+		// The origin is to blame, but it asked this exit to come back later: honour that.
+		t.pairPm.Failure(now, f)
 		t.exitPm.Neutral(now)
 	default: // pair scope
 		t.pairPm.Failure(now, f)

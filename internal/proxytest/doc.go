@@ -1,0 +1,28 @@
+// Package proxytest runs in-process HTTP forward proxies on 127.0.0.1 for tests, examples and the
+// demo. Every proxy listens on 127.0.0.1 with a kernel-chosen port and dials loopback targets only,
+// so no traffic leaves the machine.
+//
+// A proxy stands where a real exit would in the request path:
+//
+//	http.Client → transport.Transport → pick exit → base http.Transport
+//	            → proxytest.Proxy (plain HTTP: forward; HTTPS: CONNECT tunnel) → httptest origin
+//	                                                              origin: Registry.Lookup(r.RemoteAddr)
+//
+// Plain HTTP requests arrive in absolute form and are forwarded over a fresh upstream connection
+// with the hop-by-hop headers (Proxy-Authorization among them) removed. CONNECT requests are
+// answered 200 and then spliced byte for byte, so TLS, and HTTP/2 negotiated by ALPN, run end to
+// end between the client and the origin.
+//
+// Config turns a proxy into the failures a breaker has to see: Basic proxy authentication (407),
+// a proxy that accepts connections and never answers (Hang), a tunnel that opens and then never
+// carries a byte (HangAfterConnect), and added Latency. ClosedAddr gives an address where nothing
+// listens, for a proxy that refuses connections.
+//
+// A Registry shared by several proxies and an origin lets the origin tell which proxy carried each
+// request: the proxy records the local address of every upstream connection it dials before it
+// sends a byte on it, and the origin looks up its r.RemoteAddr.
+//
+// Close shuts a proxy down completely: the listener, every client and upstream connection, and
+// every goroutine it started have gone when Close returns, so tests can check for leaks with
+// go.uber.org/goleak.
+package proxytest

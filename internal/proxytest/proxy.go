@@ -1,0 +1,229 @@
+package proxytest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DialTimeout bounds how long a proxy waits to connect to a target before it answers 502.
+const DialTimeout = 5 * time.Second
+
+// acceptRetryDelay is how long the accept loop waits after an accept error other than a closed
+// listener (such as running out of file descriptors) before it tries again.
+const acceptRetryDelay = 5 * time.Millisecond
+
+// Config describes one proxy. The zero value is an open proxy with no name, no registry, no
+// authentication and no added latency.
+type Config struct {
+	// Name identifies the proxy: it is what Registry.Lookup returns for connections this proxy
+	// dialed, and it appears in the bodies of the error responses the proxy writes. Required when
+	// Registry is set.
+	Name string
+
+	// User and Pass, when User is not empty, make the proxy demand Basic credentials in the
+	// Proxy-Authorization header of every plain HTTP and CONNECT request. A request without them,
+	// or with others, is answered 407 with Proxy-Authenticate: Basic realm="proxytest" and the
+	// connection is closed. User must not contain a colon; Pass may be empty; Pass without User
+	// is an error.
+	User, Pass string
+
+	// Hang makes the proxy accept TCP connections and never answer: it reads and discards what
+	// the client sends until the client hangs up or the proxy is closed.
+	Hang bool
+
+	// HangAfterConnect makes the proxy answer CONNECT requests 200 without dialing the target
+	// and then never relay anything, a tunnel in which TLS never completes. Plain HTTP requests
+	// are still forwarded. Mutually exclusive with Hang.
+	HangAfterConnect bool
+
+	// Registry, when set, records the local address of every upstream connection the proxy dials
+	// under Name, before any byte is written on it. Several proxies may share one Registry.
+	Registry *Registry
+
+	// Latency is waited before the proxy dials a target, for plain HTTP and CONNECT alike. Zero
+	// adds nothing; negative is an error. Close cuts a wait short.
+	Latency time.Duration
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.User == "" && c.Pass != "":
+		return errors.New("proxytest: config: Pass set without User")
+	case strings.Contains(c.User, ":"):
+		return errors.New("proxytest: config: User contains a colon, which Basic credentials cannot carry")
+	case c.Hang && c.HangAfterConnect:
+		return errors.New("proxytest: config: Hang and HangAfterConnect are mutually exclusive")
+	case c.Registry != nil && c.Name == "":
+		return errors.New("proxytest: config: Registry set without Name")
+	case c.Latency < 0:
+		return errors.New("proxytest: config: negative Latency " + c.Latency.String())
+	}
+	return nil
+}
+
+// Proxy is a forward proxy listening on 127.0.0.1. Its methods are safe for concurrent use.
+// Create one with Start and stop it with Close.
+type Proxy struct {
+	cfg Config
+	ln  net.Listener
+
+	// ctx is cancelled by Close; it cuts short dials and Latency waits.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// wg counts every goroutine the proxy started; Close waits for it.
+	wg sync.WaitGroup
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{} // open client and upstream connections; nil once closed
+	closed bool
+
+	closeOnce sync.Once
+	closeErr  error
+
+	requests atomic.Int64
+	connects atomic.Int64
+	rejected atomic.Int64
+}
+
+// Start validates cfg, listens on 127.0.0.1 with a kernel-chosen port and serves until Close.
+func Start(cfg Config) (*Proxy, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, errors.New("proxytest: listen: " + err.Error())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{
+		cfg:    cfg,
+		ln:     ln,
+		ctx:    ctx,
+		cancel: cancel,
+		conns:  make(map[net.Conn]struct{}),
+	}
+	p.wg.Add(1)
+	go p.acceptLoop()
+	return p, nil
+}
+
+// Addr returns the address the proxy listens on, "127.0.0.1:PORT".
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// URL returns a new http://127.0.0.1:PORT URL for the proxy, carrying Config.User and Config.Pass
+// as its user information when User is set: the credentials a client should use. Pass it to
+// http.ProxyURL.
+func (p *Proxy) URL() *url.URL {
+	u := &url.URL{Scheme: "http", Host: p.Addr()}
+	if p.cfg.User != "" {
+		u.User = url.UserPassword(p.cfg.User, p.cfg.Pass)
+	}
+	return u
+}
+
+// URLWithCredentials returns a new URL for the proxy carrying user and pass, whatever the proxy
+// expects; use it to send wrong credentials.
+func (p *Proxy) URLWithCredentials(user, pass string) *url.URL {
+	return &url.URL{Scheme: "http", Host: p.Addr(), User: url.UserPassword(user, pass)}
+}
+
+// Requests reports how many plain HTTP requests the proxy has forwarded to a target. A request
+// counts once its upstream connection is open, before its response arrives.
+func (p *Proxy) Requests() int64 { return p.requests.Load() }
+
+// Connects reports how many CONNECT requests the proxy has answered 200, including the tunnels
+// that Config.HangAfterConnect leaves silent. A tunnel counts before the client reads the 200.
+func (p *Proxy) Connects() int64 { return p.connects.Load() }
+
+// Rejected reports how many requests the proxy has refused without contacting a target: 407 for
+// missing or wrong credentials, 403 for a target off the loopback interface, 400 for a request it
+// cannot parse. Dial failures (502) are not rejections. A request counts before its response is
+// written.
+func (p *Proxy) Rejected() int64 { return p.rejected.Load() }
+
+// Close stops the proxy: it closes the listener and every client and upstream connection, and
+// returns once every goroutine the proxy started has ended. It returns the listener's close error
+// the first time and the same result on later calls, which wait for the first to finish.
+func (p *Proxy) Close() error {
+	p.closeOnce.Do(func() {
+		p.cancel()
+		p.closeErr = p.ln.Close()
+		p.mu.Lock()
+		conns := p.conns
+		p.conns = nil
+		p.closed = true
+		p.mu.Unlock()
+		for c := range conns {
+			c.Close()
+		}
+		p.wg.Wait()
+	})
+	return p.closeErr
+}
+
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || !p.pause(acceptRetryDelay) {
+				return
+			}
+			continue
+		}
+		if !p.track(c) {
+			c.Close()
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.untrack(c)
+			p.serve(c)
+		}()
+	}
+}
+
+// track adds c to the connections Close closes. It reports false, and leaves c alone, when the
+// proxy is already closed; the caller must then close c itself.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+// untrack closes c and forgets it.
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	if !p.closed {
+		delete(p.conns, c)
+	}
+	p.mu.Unlock()
+	c.Close()
+}
+
+// pause waits d and reports true, or reports false as soon as the proxy is closed.
+func (p *Proxy) pause(d time.Duration) bool {
+	if d <= 0 {
+		return p.ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.ctx.Done():
+		return false
+	}
+}

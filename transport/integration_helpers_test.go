@@ -1,0 +1,382 @@
+package transport_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// integT0 is the instant every integration test's fake clock starts at.
+var integT0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// integHalf is a jitter source that always draws 0.5: with the default Jitter of 0.25 every OPEN
+// window is exactly 1.125 times its base, so tests can name the instant a breaker turns HALF_OPEN.
+func integHalf() float64 { return 0.5 }
+
+// integJittered is d as a breaker with integHalf and the default Jitter stretches it.
+func integJittered(d time.Duration) time.Duration {
+	return d + time.Duration(float64(d)*breaker.DefaultJitter*0.5)
+}
+
+// integFromHeader carries the source IP an origin saw, so a test can tell which tinyproxy (each
+// bound to its own loopback address) carried a request, through CONNECT tunnels too.
+const integFromHeader = "X-Integ-From"
+
+// integOrigin starts an httptest origin that answers 200 "from=IP via=VIA" and sets
+// integFromHeader. hook, when not nil, runs first and may answer instead (returning true). With
+// h2 the origin speaks TLS and offers HTTP/2.
+func integOrigin(t *testing.T, h2 bool, hook func(w http.ResponseWriter, r *http.Request, from string) bool) *httptest.Server {
+	t.Helper()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		from, _, _ := net.SplitHostPort(r.RemoteAddr)
+		w.Header().Set(integFromHeader, from)
+		if hook != nil && hook(w, r, from) {
+			return
+		}
+		fmt.Fprintf(w, "from=%s via=%s", from, r.Header.Get("Via"))
+	})
+	srv := httptest.NewUnstartedServer(h)
+	if h2 {
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// integOriginKey is the origin key OriginHost gives srv's URLs.
+func integOriginKey(srv *httptest.Server) string {
+	u, _ := url.Parse(srv.URL)
+	return u.Host
+}
+
+// integTemplate is DefaultBaseTemplate trusting the certificates of the TLS origins among servers.
+func integTemplate(servers ...*httptest.Server) *http.Transport {
+	roots := x509.NewCertPool()
+	for _, s := range servers {
+		if c := s.Certificate(); c != nil {
+			roots.AddCert(c)
+		}
+	}
+	tmpl := transport.DefaultBaseTemplate()
+	tmpl.TLSClientConfig = &tls.Config{RootCAs: roots}
+	return tmpl
+}
+
+// integNew builds a Transport on a template trusting servers, closed when the test ends, and an
+// http.Client over it.
+func integNew(t *testing.T, servers []*httptest.Server, opts ...transport.Option) (*transport.Transport, *http.Client) {
+	t.Helper()
+	opts = append([]transport.Option{transport.WithBaseTemplate(integTemplate(servers...))}, opts...)
+	tr, err := transport.New(opts...)
+	if err != nil {
+		t.Fatalf("transport.New = %v", err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr, &http.Client{Transport: tr, Timeout: 20 * time.Second}
+}
+
+// integExit is the exit dialing u (credentials and all), labelled label.
+func integExit(t *testing.T, u *url.URL, label string) *transport.Exit {
+	t.Helper()
+	e, err := transport.NewExit(u)
+	if err != nil {
+		t.Fatalf("NewExit(%s) = %v", u.Redacted(), err)
+	}
+	if label != "" {
+		e = e.WithLabel(label)
+	}
+	return e
+}
+
+// integWithPass returns a copy of u carrying user and pass.
+func integWithPass(u *url.URL, user, pass string) *url.URL {
+	c := *u
+	c.User = url.UserPassword(user, pass)
+	return &c
+}
+
+// integResult is what one request through the transport came to.
+type integResult struct {
+	status int
+	proto  int
+	exit   string // ExitFromResponse's label; "" without a response
+	from   string // the source IP the origin saw; "" if the origin did not answer
+	body   string
+	header http.Header
+	err    error
+}
+
+// integGet sends GET u through c and reads the whole body, so a success's verdict is applied by the
+// time it returns.
+func integGet(c *http.Client, u string) integResult {
+	resp, err := c.Get(u)
+	if err != nil {
+		return integResult{err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	r := integResult{status: resp.StatusCode, proto: resp.ProtoMajor, body: string(body), header: resp.Header,
+		from: resp.Header.Get(integFromHeader), err: err}
+	if e := transport.ExitFromResponse(resp); e != nil {
+		r.exit = e.Label()
+	}
+	return r
+}
+
+// integMustGet is integGet that fails the test unless the origin answered 200 through an exit.
+func integMustGet(t *testing.T, c *http.Client, u string) integResult {
+	t.Helper()
+	r := integGet(c, u)
+	if r.err != nil || r.status != http.StatusOK || r.exit == "" {
+		t.Fatalf("Get(%s) = %d %q via %q, err %v; want 200 through an exit", u, r.status, r.body, r.exit, r.err)
+	}
+	return r
+}
+
+// integAttemptError returns the *AttemptError in err, failing the test if there is none.
+func integAttemptError(t *testing.T, err error) *transport.AttemptError {
+	t.Helper()
+	var ae *transport.AttemptError
+	if !errors.As(err, &ae) {
+		t.Fatalf("error = %v, want a *transport.AttemptError", err)
+	}
+	return ae
+}
+
+// integExitStatus returns label's entry in s.
+func integExitStatus(t *testing.T, s transport.Snapshot, label string) transport.ExitStatus {
+	t.Helper()
+	for _, e := range s.Exits {
+		if e.Exit == label {
+			return e
+		}
+	}
+	t.Fatalf("Snapshot has no exit %q: %+v", label, s.Exits)
+	return transport.ExitStatus{}
+}
+
+// integPairState returns the state of the (label, origin) pair in s; a pair the pool holds no
+// breaker for is CLOSED.
+func integPairState(s transport.Snapshot, label, origin string) (breaker.Snapshot, bool) {
+	for _, p := range s.Pairs {
+		if p.Exit == label && p.Origin == origin {
+			return p.Breaker, true
+		}
+	}
+	return breaker.Snapshot{}, false
+}
+
+// integObserver records every event. It is safe for concurrent use.
+type integObserver struct {
+	mu       sync.Mutex
+	started  []transport.AttemptInfo
+	finished []transport.AttemptResult
+	changes  []transport.StateChange
+	refused  []error
+	rendered []string // every event in %+v and %#v
+}
+
+var _ transport.Observer = (*integObserver)(nil)
+
+func (o *integObserver) render(v any) {
+	o.rendered = append(o.rendered, fmt.Sprintf("%v", v), fmt.Sprintf("%+v", v), fmt.Sprintf("%#v", v))
+}
+
+func (o *integObserver) AttemptStarted(ctx context.Context, a transport.AttemptInfo) context.Context {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.started = append(o.started, a)
+	o.render(a)
+	return ctx
+}
+
+func (o *integObserver) AttemptFinished(_ context.Context, a transport.AttemptResult) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.finished = append(o.finished, a)
+	o.render(a)
+}
+
+func (o *integObserver) StateChanged(c transport.StateChange) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.changes = append(o.changes, c)
+	o.render(c)
+}
+
+func (o *integObserver) Refused(_ context.Context, origin string, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.refused = append(o.refused, err)
+	o.render(origin)
+	o.render(err)
+}
+
+// attempts counts the attempts started through the exit labelled label.
+func (o *integObserver) attempts(label string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, a := range o.started {
+		if a.Exit.Label() == label {
+			n++
+		}
+	}
+	return n
+}
+
+// last returns the latest finished attempt.
+func (o *integObserver) last(t *testing.T) transport.AttemptResult {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.finished) == 0 {
+		t.Fatal("observer saw no finished attempt")
+	}
+	return o.finished[len(o.finished)-1]
+}
+
+// integLockedBuffer is a strings.Builder safe for concurrent writes, for log.SetOutput.
+type integLockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *integLockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *integLockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// integTinyproxy is a real tinyproxy this package starts itself, so that a test can kill it and
+// start it again on the same port, which servertest.Tinyproxy does not offer. Call
+// servertest.Tinyproxy in the same test first: it skips (or fails under CI) when tinyproxy is
+// missing.
+type integTinyproxy struct {
+	t      *testing.T
+	bin    string
+	dir    string
+	port   int
+	bind   string
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// integStartTinyproxy starts a tinyproxy on a free 127.0.0.1 port whose outgoing connections
+// leave from bind; it is killed when the test ends.
+func integStartTinyproxy(t *testing.T, bind string) *integTinyproxy {
+	t.Helper()
+	p := &integTinyproxy{t: t, dir: t.TempDir(), bind: bind}
+	for _, c := range []string{"tinyproxy", "/usr/bin/tinyproxy", "/usr/sbin/tinyproxy"} {
+		if bin, err := exec.LookPath(c); err == nil {
+			p.bin = bin
+			break
+		}
+	}
+	if p.bin == "" {
+		t.Fatal("tinyproxy not found, though servertest.Tinyproxy found one")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.port = ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	t.Cleanup(p.kill)
+	p.start()
+	return p
+}
+
+// URL is http://127.0.0.1:PORT.
+func (p *integTinyproxy) URL() *url.URL {
+	return &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))}
+}
+
+// start runs tinyproxy on p's port and waits until it accepts connections.
+func (p *integTinyproxy) start() {
+	p.t.Helper()
+	conf := strings.Join([]string{
+		"Port " + strconv.Itoa(p.port),
+		"Listen 127.0.0.1",
+		"Timeout 30",
+		"MaxClients 100",
+		"Allow 127.0.0.1",
+		"LogLevel Warning",
+		`LogFile "` + filepath.Join(p.dir, "tinyproxy.log") + `"`,
+		`PidFile "` + filepath.Join(p.dir, "tinyproxy.pid") + `"`,
+		"DisableViaHeader Yes",
+		"Bind " + p.bind,
+		"",
+	}, "\n")
+	confPath := filepath.Join(p.dir, "tinyproxy.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		p.t.Fatal(err)
+	}
+	out, err := os.OpenFile(filepath.Join(p.dir, "tinyproxy.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command(p.bin, "-d", "-c", confPath)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	p.cmd, p.exited = cmd, exited
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if c, err := net.DialTimeout("tcp", p.URL().Host, time.Second); err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case err := <-exited:
+			p.cmd = nil
+			log, _ := os.ReadFile(filepath.Join(p.dir, "tinyproxy.out"))
+			p.t.Fatalf("tinyproxy on port %d exited at start: %v\n%s", p.port, err, log)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("tinyproxy on port %d: not accepting after 5s", p.port)
+		}
+	}
+}
+
+// kill kills tinyproxy (SIGKILL, as a crash would) and waits for it.
+func (p *integTinyproxy) kill() {
+	if p.cmd == nil {
+		return
+	}
+	p.cmd.Process.Kill()
+	<-p.exited
+	p.cmd = nil
+}

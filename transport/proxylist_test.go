@@ -1,0 +1,176 @@
+package transport
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// listSecret is the password the proxy-list tests use.
+const listSecret = "s3cr3t-PW"
+
+type listWant struct {
+	label  string
+	tier   int
+	weight float64
+	host   string // ProxyURL().Host
+	pass   string
+}
+
+func listCheck(t *testing.T, name string, got []*Exit, want []listWant) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: ReadExits = %d exits %v, want %d", name, len(got), got, len(want))
+	}
+	for i, w := range want {
+		e := got[i]
+		u := e.ProxyURL()
+		pass := ""
+		if u.User != nil {
+			pass, _ = u.User.Password()
+		}
+		if e.Label() != w.label || e.Tier() != w.tier || e.Weight() != w.weight || u.Host != w.host || pass != w.pass {
+			t.Errorf("%s: ReadExits[%d] = %q tier %d weight %v host %q pass %q, want %q tier %d weight %v host %q pass %q",
+				name, i, e.Label(), e.Tier(), e.Weight(), u.Host, pass, w.label, w.tier, w.weight, w.host, w.pass)
+		}
+	}
+}
+
+func TestReadExits(t *testing.T) {
+	in := `# datacenter pool
+http://user:s3cr3t-PW@dc1.example:8080  label=dc-1 tier=0 weight=2
+
+   # indented comment
+	socks5h://dc2.example	tier=0
+res.example:7777:user-session-42:s3cr3t-PW  tier=1
+res.example:7778:user:s3:cr@t#PW tier=1 weight=0.5 label=res-2
+[::1]:3128
+
+user:s3cr3t-PW@plain.example   
+HTTPS://tls.example label=tls tier=2 tier=3
+`
+	exits, err := ReadExits(strings.NewReader(in))
+	if err != nil {
+		t.Fatalf("ReadExits = error %v, want nil", err)
+	}
+	listCheck(t, "list", exits, []listWant{
+		{label: "dc-1", weight: 2, host: "dc1.example:8080", pass: listSecret},
+		{label: "socks5h://dc2.example:1080", weight: 1, host: "dc2.example:1080"},
+		{label: "http://user-session-42:xxxxx@res.example:7777", tier: 1, weight: 1, host: "res.example:7777", pass: listSecret},
+		{label: "res-2", tier: 1, weight: 0.5, host: "res.example:7778", pass: "s3:cr@t#PW"},
+		{label: "http://[::1]:3128", weight: 1, host: "[::1]:3128"},
+		{label: "http://user:xxxxx@plain.example:80", weight: 1, host: "plain.example:80", pass: listSecret},
+		{label: "tls", tier: 3, weight: 1, host: "tls.example:443"}, // the last tier= wins
+	})
+}
+
+func TestReadExitsEmpty(t *testing.T) {
+	for _, in := range []string{"", "\n\n", "# only a comment\n", "   \n\t# x\n", "#http://user:s3cr3t-PW@bad:0"} {
+		exits, err := ReadExits(strings.NewReader(in))
+		if err != nil || len(exits) != 0 {
+			t.Errorf("ReadExits(%q) = %v, %v, want no exits, nil", in, exits, err)
+		}
+	}
+}
+
+func TestReadExitsErrors(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string // substrings of the error
+	}{
+		{"ftp://user:s3cr3t-PW@a.example:21", []string{"line 1:", `scheme "ftp"`, "user:xxxxx@a.example:21"}},
+		{"# pool\n\nok.example:80\nbad.example:0:user:s3cr3t-PW\n", []string{"line 4:", `bad port "0"`, "bad.example:0:user:xxxxx"}},
+		{"a.example:80 tier=x", []string{"line 1:", `tier "x": want an integer`, "http://a.example:80"}},
+		{"a.example:80 tier=1.5", []string{"line 1:", `tier "1.5"`}},
+		{"a.example:80 weight=0", []string{"line 1:", `weight "0": want a positive number`}},
+		{"a.example:80 weight=-1", []string{"line 1:", `weight "-1"`}},
+		{"a.example:80 weight=Inf", []string{"line 1:", `weight "Inf"`}},
+		{"a.example:80 weight=+Inf", []string{"line 1:", `weight "+Inf"`}},
+		{"a.example:80 weight=NaN", []string{"line 1:", `weight "NaN"`}},
+		{"a.example:80 weight=heavy", []string{"line 1:", `weight "heavy"`}},
+		{"a.example:80 label=", []string{"line 1:", "empty label"}},
+		{"a.example:80 color=red", []string{"line 1:", "field 1 after the proxy: unknown attribute", "want label, tier or weight"}},
+		{"a.example:80 Tier=1", []string{"line 1:", "field 1 after the proxy: unknown attribute"}},
+		{"a.example:80 dc", []string{"line 1:", "field 1 after the proxy: want key=value"}},
+		{"a.example:80:user:s3cr3t-PW   tier=1 oops", []string{"line 1:", "field 2 after the proxy", "http://user:xxxxx@a.example:80"}},
+		// A password with a space: its tail must not be echoed.
+		{"a.example:80:user:s3cr3t PW-tail", []string{"line 1:", "field 1 after the proxy"}},
+		{"a.example:80:user:s3cr3t-PW label=dc-9 tier=x", []string{"line 1:", "proxy dc-9: tier"}},
+		{"http://user:s3cr3t-PW@a.example:80/path", []string{"line 1:", "no path, query or fragment"}},
+		{"user:s3cr3t-PW@a.example:99999 label=x", []string{"line 1:", `bad port "99999"`}},
+		{"ok.example:80\n  \nhttp://user:s3cr3t-PW@ bad.example", []string{"line 3:", "missing host"}},
+		{"ok.example:80\nhttp://user:s3cr3t-PW@bad%zz.example", []string{"line 2:", "malformed URL"}},
+	}
+	for i, tt := range tests {
+		exits, err := ReadExits(strings.NewReader(tt.in))
+		if err == nil {
+			t.Errorf("%d: ReadExits(%q) = %v, nil, want an error", i, tt.in, exits)
+			continue
+		}
+		if exits != nil {
+			t.Errorf("%d: ReadExits(%q) = %v, %v, want nil exits with the error", i, tt.in, exits, err)
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "transport: proxy list: ") {
+			t.Errorf("%d: ReadExits(%q) = error %q, want the prefix %q", i, tt.in, msg, "transport: proxy list: ")
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%d: ReadExits(%q) = error %q, want it to contain %q", i, tt.in, msg, w)
+			}
+		}
+		for _, piece := range []string{listSecret, "s3cr3t", "PW-tail"} {
+			if strings.Contains(msg, piece) {
+				t.Errorf("%d: ReadExits(%q) = error %q: shows the password", i, tt.in, msg)
+			}
+		}
+	}
+}
+
+func TestReadExitsReportsAtMostTenErrors(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("good.example:80\n")
+	for i := 2; i <= 26; i++ {
+		fmt.Fprintf(&b, "bad%d.example:0:user:%s\n", i, listSecret)
+	}
+	exits, err := ReadExits(strings.NewReader(b.String()))
+	if err == nil {
+		t.Fatalf("ReadExits(25 bad lines) = %v, nil, want an error", exits)
+	}
+	msg := err.Error()
+	lines := regexp.MustCompile(`line (\d+):`).FindAllStringSubmatch(msg, -1)
+	if len(lines) != maxListErrors {
+		t.Errorf("ReadExits(25 bad lines) reported %d lines, want %d: %q", len(lines), maxListErrors, msg)
+	}
+	for i, m := range lines {
+		if want := fmt.Sprint(i + 2); m[1] != want {
+			t.Errorf("ReadExits(25 bad lines) error %d names line %s, want line %s", i, m[1], want)
+		}
+	}
+	if strings.Contains(msg, listSecret) || strings.Contains(msg, "s3cr3t") {
+		t.Errorf("ReadExits(25 bad lines) = error %q: shows the password", msg)
+	}
+}
+
+func TestReadExitsLineTooLong(t *testing.T) {
+	in := "a.example:80\nb.example:80:user:" + listSecret + strings.Repeat("x", 1<<20) + "\nc.example:80\n"
+	exits, err := ReadExits(strings.NewReader(in))
+	if err == nil {
+		t.Fatalf("ReadExits(a 1 MiB line) = %d exits, nil, want an error", len(exits))
+	}
+	if msg := err.Error(); !strings.Contains(msg, "after line 1") || strings.Contains(msg, "s3cr3t") || len(msg) > 200 {
+		t.Errorf("ReadExits(a 1 MiB line) = error %q, want a short error naming \"after line 1\" without the password", msg)
+	}
+}
+
+func TestReadExitsCRLF(t *testing.T) {
+	exits, err := ReadExits(strings.NewReader("a.example:80:user:" + listSecret + "\r\nb.example:81 tier=2\r\n"))
+	if err != nil {
+		t.Fatalf("ReadExits(CRLF) = error %v, want nil", err)
+	}
+	listCheck(t, "crlf", exits, []listWant{
+		{label: "http://user:xxxxx@a.example:80", weight: 1, host: "a.example:80", pass: listSecret},
+		{label: "http://b.example:81", tier: 2, weight: 1, host: "b.example:81"},
+	})
+}
