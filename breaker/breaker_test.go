@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 )
+
 func TestTransitions(t *testing.T) {
 	tripAt0 := []step{ // three failures at t0, t1, t2 trip the default breaker: OPEN until t22
 		{at: 0, do: failure, fails: 1},

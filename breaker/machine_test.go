@@ -7,7 +7,6 @@ import (
 	"time"
 )
 
-
 // Every table counts instants in units from t0: at(3) is t3.
 var t0 = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
 
@@ -286,4 +285,3 @@ func repeat(n int, st step, failsStep, capFails int) []step {
 	}
 	return out
 }
-
