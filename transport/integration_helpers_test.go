@@ -1,9 +1,9 @@
 package transport_test
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,10 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -273,110 +269,4 @@ func (l *integLockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// integTinyproxy is a real tinyproxy this package starts itself, so that a test can kill it and
-// start it again on the same port, which servertest.Tinyproxy does not offer. Call
-// servertest.Tinyproxy in the same test first: it skips (or fails under CI) when tinyproxy is
-// missing.
-type integTinyproxy struct {
-	t      *testing.T
-	bin    string
-	dir    string
-	port   int
-	bind   string
-	cmd    *exec.Cmd
-	exited chan error
-}
-
-// integStartTinyproxy starts a tinyproxy on a free 127.0.0.1 port whose outgoing connections
-// leave from bind; it is killed when the test ends.
-func integStartTinyproxy(t *testing.T, bind string) *integTinyproxy {
-	t.Helper()
-	p := &integTinyproxy{t: t, dir: t.TempDir(), bind: bind}
-	for _, c := range []string{"tinyproxy", "/usr/bin/tinyproxy", "/usr/sbin/tinyproxy"} {
-		if bin, err := exec.LookPath(c); err == nil {
-			p.bin = bin
-			break
-		}
-	}
-	if p.bin == "" {
-		t.Fatal("tinyproxy not found, though servertest.Tinyproxy found one")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	t.Cleanup(p.kill)
-	p.start()
-	return p
-}
-
-// URL is http://127.0.0.1:PORT.
-func (p *integTinyproxy) URL() *url.URL {
-	return &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))}
-}
-
-// start runs tinyproxy on p's port and waits until it accepts connections.
-func (p *integTinyproxy) start() {
-	p.t.Helper()
-	conf := strings.Join([]string{
-		"Port " + strconv.Itoa(p.port),
-		"Listen 127.0.0.1",
-		"Timeout 30",
-		"MaxClients 100",
-		"Allow 127.0.0.1",
-		"LogLevel Warning",
-		`LogFile "` + filepath.Join(p.dir, "tinyproxy.log") + `"`,
-		`PidFile "` + filepath.Join(p.dir, "tinyproxy.pid") + `"`,
-		"DisableViaHeader Yes",
-		"Bind " + p.bind,
-		"",
-	}, "\n")
-	confPath := filepath.Join(p.dir, "tinyproxy.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		p.t.Fatal(err)
-	}
-	out, err := os.OpenFile(filepath.Join(p.dir, "tinyproxy.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer out.Close()
-	cmd := exec.Command(p.bin, "-d", "-c", confPath)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		p.t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	p.cmd, p.exited = cmd, exited
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if c, err := net.DialTimeout("tcp", p.URL().Host, time.Second); err == nil {
-			c.Close()
-			return
-		}
-		select {
-		case err := <-exited:
-			p.cmd = nil
-			log, _ := os.ReadFile(filepath.Join(p.dir, "tinyproxy.out"))
-			p.t.Fatalf("tinyproxy on port %d exited at start: %v\n%s", p.port, err, log)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("tinyproxy on port %d: not accepting after 5s", p.port)
-		}
-	}
-}
-
-// kill kills tinyproxy (SIGKILL, as a crash would) and waits for it.
-func (p *integTinyproxy) kill() {
-	if p.cmd == nil {
-		return
-	}
-	p.cmd.Process.Kill()
-	<-p.exited
-	p.cmd = nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -27,6 +28,8 @@ var tinyproxyPaths = []string{"/usr/bin/tinyproxy", "/usr/sbin/tinyproxy"}
 
 // Tinyproxy starts a tinyproxy configured by cfg on 127.0.0.1 and returns its URL,
 // http://127.0.0.1:PORT, with cfg.User and cfg.Pass as user information when cfg.User is set.
+// It is shorthand for StartTinyproxy(t, cfg).URL().
+//
 // The proxy is killed, and waited for, when the test ends; its config and log live in
 // t.TempDir(), and the log is copied to the test output if the test fails.
 //
@@ -34,6 +37,26 @@ var tinyproxyPaths = []string{"/usr/bin/tinyproxy", "/usr/sbin/tinyproxy"}
 // variable is true. An invalid cfg, or a tinyproxy that does not accept connections within
 // TinyproxyStartTimeout, fails the test.
 func Tinyproxy(t testing.TB, cfg TinyproxyConfig) *url.URL {
+	t.Helper()
+	return StartTinyproxy(t, cfg).URL()
+}
+
+// TinyproxyServer is a running tinyproxy that a test can kill, as a crash would, and start again
+// on the same port.
+type TinyproxyServer struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	cfg  TinyproxyConfig
+	addr string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// StartTinyproxy is like Tinyproxy but returns the server itself.
+func StartTinyproxy(t testing.TB, cfg TinyproxyConfig) *TinyproxyServer {
 	t.Helper()
 	bin, err := findTinyproxy()
 	if err != nil {
@@ -45,10 +68,13 @@ func Tinyproxy(t testing.TB, cfg TinyproxyConfig) *url.URL {
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	var addr string
+	s := &TinyproxyServer{t: t, bin: bin, dir: t.TempDir(), cfg: cfg}
 	for attempt := 1; ; attempt++ {
-		addr, err = startTinyproxy(t, bin, cfg, dir)
+		port, err := freePort()
+		if err == nil {
+			s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+			err = s.start()
+		}
 		if err == nil {
 			break
 		}
@@ -56,60 +82,85 @@ func Tinyproxy(t testing.TB, cfg TinyproxyConfig) *url.URL {
 			t.Fatalf("servertest: tinyproxy, attempt %d: %v", attempt, err)
 		}
 	}
-	u := &url.URL{Scheme: "http", Host: addr}
-	if cfg.User != "" {
-		u.User = url.UserPassword(cfg.User, cfg.Pass)
+	t.Cleanup(func() {
+		s.Kill()
+		if t.Failed() {
+			t.Logf("servertest: tinyproxy on %s:\n%s", s.addr, tail(s.dir))
+		}
+	})
+	return s
+}
+
+// URL returns http://127.0.0.1:PORT, with the configured credentials as user information.
+func (s *TinyproxyServer) URL() *url.URL {
+	u := &url.URL{Scheme: "http", Host: s.addr}
+	if s.cfg.User != "" {
+		u.User = url.UserPassword(s.cfg.User, s.cfg.Pass)
 	}
 	return u
+}
+
+// Kill kills tinyproxy with SIGKILL and waits for it. Killing a stopped server does nothing.
+func (s *TinyproxyServer) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// Restart starts a killed tinyproxy again on the same port and waits until it accepts
+// connections; it fails the test if it cannot.
+func (s *TinyproxyServer) Restart() {
+	s.t.Helper()
+	s.Kill()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("servertest: tinyproxy restart: %v", err)
+	}
 }
 
 // errExited marks a tinyproxy that exited before it accepted a connection, most likely because
 // its port was taken meanwhile.
 var errExited = errors.New("exited before accepting connections")
 
-// startTinyproxy runs one tinyproxy on a free port and waits until it accepts connections. On
-// success it has registered the cleanup that stops it.
-func startTinyproxy(t testing.TB, bin string, cfg TinyproxyConfig, dir string) (string, error) {
-	port, err := freePort()
-	if err != nil {
-		return "", err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	confPath := filepath.Join(dir, "tinyproxy.conf")
-	if err := os.WriteFile(confPath, []byte(cfg.conf(port, dir)), 0o600); err != nil {
-		return "", err
+// start runs tinyproxy on s.addr and waits until it accepts connections.
+func (s *TinyproxyServer) start() error {
+	_, portStr, _ := net.SplitHostPort(s.addr)
+	port, _ := strconv.Atoi(portStr)
+	confPath := filepath.Join(s.dir, "tinyproxy.conf")
+	if err := os.WriteFile(confPath, []byte(s.cfg.conf(port, s.dir)), 0o600); err != nil {
+		return err
 	}
 	// An *os.File as stdout and stderr lets the child write directly: exec starts no copying
 	// goroutines, and nothing waits on a pipe.
-	out, err := os.Create(filepath.Join(dir, "tinyproxy.out"))
+	out, err := os.OpenFile(filepath.Join(s.dir, "tinyproxy.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer out.Close()
 
-	cmd := exec.Command(bin, "-d", "-c", confPath)
+	cmd := exec.Command(s.bin, "-d", "-c", confPath)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		return "", err
+		return err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	if err := waitAccepting(addr, exited); err != nil {
+	if err := waitAccepting(s.addr, exited); err != nil {
 		if !errors.Is(err, errExited) {
 			cmd.Process.Kill()
 			<-exited
 		}
-		return "", fmt.Errorf("%s: %w\n%s", addr, err, tail(dir))
+		return fmt.Errorf("%s: %w\n%s", s.addr, err, tail(s.dir))
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("servertest: tinyproxy on %s:\n%s", addr, tail(dir))
-		}
-	})
-	return addr, nil
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	return nil
 }
 
 // waitAccepting polls addr until it accepts a TCP connection, the process exits (reported on
