@@ -3,6 +3,7 @@ package breaker
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,6 +17,11 @@ type Breaker struct {
 	mu        sync.Mutex
 	state     State // stored state; OPEN reads as HALF_OPEN once now reaches nextProbe
 	parked    bool
+	// notClosed mirrors state != Closed. It is written under mu, with state, and read without mu
+	// by Ready and State: a CLOSED breaker reads as CLOSED whatever now is, so the mirror answers
+	// them without taking the lock, which keeps the pool's peeks at mostly-CLOSED breakers from
+	// writing to (and, across cores, bouncing) the breaker's cache line.
+	notClosed atomic.Bool
 	gen       uint64
 	level     int // backoff level of the last trip; decays while CLOSED
 	trips     uint32
@@ -93,6 +99,9 @@ func (b *Breaker) deliver(e *events) {
 // earliest instant that may change: the end of the cooldown or of the soonest probe lease. Ready
 // changes nothing.
 func (b *Breaker) Ready(now time.Time) (ok bool, retryAt time.Time) {
+	if !b.notClosed.Load() {
+		return true, time.Time{} // CLOSED admits everything; see notClosed
+	}
 	b.mu.Lock()
 	st, until := b.view(now.UnixNano())
 	free := st != HalfOpen || b.probeSlotFree(now.UnixNano())
@@ -208,6 +217,7 @@ func (b *Breaker) acquire(now, leaseFor int64, ev *events) (Permit, bool) {
 
 func (b *Breaker) enterHalfOpen(now int64, ev *events) {
 	b.state = HalfOpen
+	b.notClosed.Store(true)
 	b.parked = false // a probe that fails or expires opens one level up, unparked
 	b.gen++
 	b.inflight, b.successes = 0, 0
@@ -248,6 +258,7 @@ func (b *Breaker) note(now int64, c Cause, from State, ev *events) {
 func (b *Breaker) open(now, next int64, c Cause, parked bool, ev *events) {
 	from := b.state
 	b.state = Open
+	b.notClosed.Store(true)
 	b.parked = parked
 	b.gen++
 	b.nextProbe = next
@@ -297,6 +308,7 @@ func (b *Breaker) park(now int64, ev *events) {
 
 func (b *Breaker) close(now int64, ev *events) {
 	b.state = Closed
+	b.notClosed.Store(false)
 	b.parked = false
 	b.gen++
 	b.closedAt = now
@@ -382,6 +394,9 @@ func (b *Breaker) Idle(now time.Time, ttl time.Duration) bool {
 
 // State returns the state at now, as Snapshot would report it, without the rest of the snapshot.
 func (b *Breaker) State(now time.Time) State {
+	if !b.notClosed.Load() {
+		return Closed // see notClosed
+	}
 	b.mu.Lock()
 	st, _ := b.view(now.UnixNano())
 	b.mu.Unlock()

@@ -16,6 +16,11 @@ type attempt struct {
 	info    AttemptInfo
 	parent  context.Context // the caller's
 	ctx     context.Context // the attempt's: the caller's + exit + cancel + observers'
+	// actx and at live inside the attempt so that each request allocates them with it, not
+	// separately: actx is the context that carries the exit (ctx points to it unless an observer
+	// wrapped it), at is what the classifier is shown.
+	actx attemptContext
+	at   Attempt
 	cancel  context.CancelCauseFunc
 	timer   *time.Timer
 	memo    *retryMemo

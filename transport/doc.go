@@ -38,7 +38,8 @@
 //	the caller's context cancelled or past its deadline  neutral     -
 //
 // "Soft" failures count half toward the pair: two make one. A plain 502/503 may be the origin's
-// trouble as much as the exit's; the origin guard sees them at full weight.
+// trouble as much as the exit's; the origin guard sees them at full weight. The origin guard counts
+// every transient failure except 429s and challenge pages, which judge one IP, not the origin.
 //
 // Hanging exits are caught by the header timeout (WithHeaderTimeout, default 15 s): a timeout of
 // the transport's own making blames the exit, while the caller's own deadline is neutral. Keep the

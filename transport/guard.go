@@ -133,7 +133,7 @@ func (g *originGuard) observe(now time.Time, id uint32, v Verdict, pm breaker.Pe
 	if g.cfg.Disabled {
 		return false
 	}
-	counts := v.Scope == ScopePair && (v.Outcome == Success || v.Outcome == Transient)
+	counts := v.Scope == ScopePair && (v.Outcome == Success || (v.Outcome == Transient && originPlausible(v.Class)))
 	failed := counts && v.Outcome == Transient
 	if pm.Probe() {
 		switch {
@@ -176,6 +176,14 @@ func (g *originGuard) observe(now time.Time, id uint32, v Verdict, pm breaker.Pe
 	}
 	pm.Neutral(now)
 	return false
+}
+
+// originPlausible reports whether a failure of this class may be the origin's doing rather than
+// the exit's: timeouts, dropped connections, 5xx, an unreachable target. A 429 or a challenge page
+// is a judgement of one IP and stays with its pair, even when many IPs get it at once: each pair
+// then opens on its own schedule, and pairs not yet judged keep serving.
+func originPlausible(c Class) bool {
+	return c != ClassRateLimited && c != ClassBlocked
 }
 
 // record remembers the latest outcome through exit id, replacing the oldest entry if id is new.

@@ -235,7 +235,7 @@ func TestGuardDisabled(t *testing.T) {
 // probe could go back through an exit the origin had asked to wait.
 func TestGuardKeepsRetryAfterOnThePair(t *testing.T) {
 	env := newTestPoolEnv(t, scriptedExits("x", 3))
-	failed := guardTrip(t, env, guardURLA, guardOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(120)})
+	failed := guardTrip(t, env, guardURLA, guardOriginA, scriptedReply{Status: 503, Header: scriptedRetryAfter(120)})
 	if len(failed) != 3 {
 		t.Fatalf("guard opened after %v, want 3 exits", failed)
 	}
@@ -253,5 +253,34 @@ func TestGuardKeepsRetryAfterOnThePair(t *testing.T) {
 	}
 	if n := env.base.count("*", "*"); n != calls {
 		t.Errorf("a request went out before the origin's Retry-After had passed")
+	}
+}
+
+// TestGuardIgnoresRateLimits: 429s and challenge pages judge one IP, not the origin. Every exit
+// that gets one opens its own pair; the guard stays CLOSED however many exits get them.
+func TestGuardIgnoresRateLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply scriptedReply
+	}{
+		{"429", scriptedReply{Status: 429, Header: scriptedRetryAfter(60)}},
+		{"challenge", scriptedReply{Status: 403, Header: http.Header{"Cf-Mitigated": {"challenge"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestPoolEnv(t, scriptedExits("x", 4))
+			env.base.on("*", guardOriginA, tc.reply)
+			// Until every pair has been judged (one 429 each, or three challenges each), requests
+			// go out; then the pairs refuse them. The guard never opens on the way.
+			var err error
+			for i := 0; i < 40 && err == nil; i++ {
+				_, _, err = env.get(t, nil, guardURLA)
+				if st := env.originStatus(t, guardOriginA).Breaker.State; st != breaker.Closed {
+					t.Fatalf("request %d: guard for a.example = %v after %s, want closed", i, st, tc.name)
+				}
+			}
+			if !errors.Is(err, transport.ErrNoHealthyExit) {
+				t.Errorf("after every pair was judged: err = %v, want ErrNoHealthyExit (pairs open, not the origin)", err)
+			}
+		})
 	}
 }

@@ -18,8 +18,9 @@ const (
 )
 
 // DefaultExitSettings govern each exit's own breaker: parked by exit-scoped permanent failures
-// (407, gateway refused, proxy DNS), and tripped when connection-level trouble (timeouts, resets)
-// makes up half of at least 10 attempts through the exit in a minute, across all origins.
+// (407, gateway refused, proxy DNS), and tripped by connection-level trouble (timeouts, resets)
+// across all origins: 5 such failures in a minute trip it while the exit has carried fewer than 10
+// attempts in that minute; from 10 attempts on, they must also make up half of them.
 var DefaultExitSettings = breaker.Settings{FailureThreshold: 5, FailureRatio: 0.5, MinVolume: 10}
 
 // Selection is how the pool chooses among ready exits.

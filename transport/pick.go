@@ -42,7 +42,7 @@ func (p *Pool) pick(ctx context.Context, now time.Time, originKey string) (ticke
 	memo := retryMemoFrom(ctx)
 	session, _ := ctx.Value(sessionKey).(string)
 	var soonest time.Time
-	for range maxPickRounds {
+	for round, revived := 0, 0; round < maxPickRounds; round++ {
 		var es *exitState
 		if session != "" {
 			es = p.sessions.pinned(session, originKey, p.set.Load())
@@ -58,9 +58,12 @@ func (p *Pool) pick(ctx context.Context, now time.Time, originKey string) (ticke
 		}
 		t, ok := p.acquire(now, o, es)
 		if !ok {
-			if o.isDead() {
+			if o.isDead() && revived < 2*maxPickRounds {
 				// A sweep dropped the origin between lookup and acquire: start again on its
-				// fresh state (a swept origin's guard was CLOSED and idle).
+				// fresh state (a swept origin's guard was CLOSED and idle). That is no lost race
+				// for a probe slot, so it does not use up a round.
+				revived++
+				round--
 				originPm.Release(now)
 				o = p.liveOrigin(originKey)
 				originPm, err = o.guard.admit(now, originKey)

@@ -297,13 +297,24 @@ func TestPoolAddRemoveWhileTrafficFlows(t *testing.T) {
 		wg         sync.WaitGroup
 		perExit    sync.Map
 	)
+	var warm sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
+		warm.Add(1)
 		go func() {
 			defer wg.Done()
 			ctx := transport.WithSession(context.Background(), fmt.Sprint("s", g))
-			for i := range 400 {
+			post := 0
+			for i := range 5000 { // until 200 requests after Remove
+				if i == 20 {
+					warm.Done()
+				}
 				after := removed.Load()
+				if after {
+					if post++; post > 200 {
+						break
+					}
+				}
 				c := ctx
 				if i%2 == 0 {
 					c = context.Background()
@@ -324,6 +335,7 @@ func TestPoolAddRemoveWhileTrafficFlows(t *testing.T) {
 			}
 		}()
 	}
+	warm.Wait() // traffic is flowing
 	added := scriptedExits("n", 2)
 	if err := env.pool.Add(added...); err != nil {
 		t.Fatalf("Add: %v", err)
@@ -472,6 +484,7 @@ func TestPoolSweepDuringPickDoesNotRefuse(t *testing.T) {
 		}
 	}()
 	var refused atomic.Int32
+	var firstErr atomic.Value
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
@@ -481,7 +494,9 @@ func TestPoolSweepDuringPickDoesNotRefuse(t *testing.T) {
 				req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://g%d-o%d.example/", g, i%3), nil)
 				resp, err := env.tr.RoundTrip(req)
 				if err != nil {
-					refused.Add(1)
+					if refused.Add(1) == 1 {
+						firstErr.Store(err.Error())
+					}
 					continue
 				}
 				resp.Body.Close()
@@ -492,7 +507,7 @@ func TestPoolSweepDuringPickDoesNotRefuse(t *testing.T) {
 	close(stop)
 	sweeper.Wait()
 	if n := refused.Load(); n != 0 {
-		t.Errorf("%d requests refused while every exit was healthy", n)
+		t.Errorf("%d requests refused while every exit was healthy, first: %v", n, firstErr.Load())
 	}
 }
 

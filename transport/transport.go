@@ -124,7 +124,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
 	a.cancel = cancel
-	a.ctx = &attemptContext{Context: cctx, exit: tk.exit.exit}
+	a.actx = attemptContext{Context: cctx, exit: tk.exit.exit}
+	a.ctx = &a.actx
 	settled := false
 	defer func() {
 		if !settled {
@@ -158,11 +159,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp != nil && resp.Request == nil {
 		resp.Request = out // so that ExitFromResponse names the exit
 	}
-	at := Attempt{Request: out, Response: resp, Err: err, Exit: tk.exit.exit, Origin: origin}
+	at := &a.at
+	*at = Attempt{Request: out, Response: resp, Err: err, Exit: tk.exit.exit, Origin: origin}
 	at.Now = t.clock.Now()
 	at.CallerDone = ctx.Err() != nil
 	at.TimedOut = context.Cause(cctx) == errHeaderTimeout
-	v := t.classifier.Classify(&at)
+	v := t.classifier.Classify(at)
 	resp = at.Response
 	if a.timer != nil && !a.timer.Stop() && resp != nil && ctx.Err() == nil {
 		// The header timeout fired while the classifier peeked at the body: the body is dead.
