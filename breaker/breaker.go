@@ -13,10 +13,11 @@ import (
 type Breaker struct {
 	p        *Policy
 	onChange func(Transition)
+	mirror   func(notClosed bool)
 
-	mu        sync.Mutex
-	state     State // stored state; OPEN reads as HALF_OPEN once now reaches nextProbe
-	parked    bool
+	mu     sync.Mutex
+	state  State // stored state; OPEN reads as HALF_OPEN once now reaches nextProbe
+	parked bool
 	// notClosed mirrors state != Closed. It is written under mu, with state, and read without mu
 	// by Ready and State: a CLOSED breaker reads as CLOSED whatever now is, so the mirror answers
 	// them without taking the lock, which keeps the pool's peeks at mostly-CLOSED breakers from
@@ -68,6 +69,44 @@ func (p *Policy) NewBreaker(onChange func(Transition)) *Breaker {
 	}
 	return b
 }
+
+// Hooks are the callbacks a breaker makes. Both may be nil.
+type Hooks struct {
+	// OnStateChange is called after every state change, outside the breaker's lock, possibly
+	// concurrently with other calls: it must be quick and must not block.
+	OnStateChange func(Transition)
+	// Mirror is called under the breaker's lock whenever the breaker leaves CLOSED (true) or returns
+	// to it (false), in the order the changes happen. It lets a table keep a compact copy of "which
+	// breakers are not CLOSED" that is never stale for long; it must only store the value (an atomic
+	// write) and must not call the breaker.
+	Mirror func(notClosed bool)
+}
+
+// NewBreakerWith returns a CLOSED breaker governed by p, with hooks.
+func (p *Policy) NewBreakerWith(h Hooks) *Breaker {
+	b := p.NewBreaker(h.OnStateChange)
+	b.mirror = h.Mirror
+	return b
+}
+
+// setNotClosed records, under the lock, whether the breaker is out of CLOSED.
+func (b *Breaker) setNotClosed(v bool) {
+	if b.notClosed.Swap(v) != v && b.mirror != nil {
+		b.mirror(v)
+	}
+}
+
+// CurrentGeneration, given to PermitFor, makes a permit whose verdict applies to whatever
+// generation the breaker is in when the verdict arrives, provided it is CLOSED then.
+const CurrentGeneration = ^uint64(0)
+
+// PermitFor returns a CLOSED-state permit of generation gen, as if Acquire had issued it then,
+// without taking the breaker's lock. It is for tables that admit a request by a cheaper means than
+// Acquire — a compact mirror of which breakers are CLOSED (Hooks.Mirror), or no breaker yet for a
+// fresh key — and hand the verdict to the breaker afterwards. The verdict applies if the breaker
+// is CLOSED in generation gen (any generation for CurrentGeneration) and is dropped otherwise: a
+// CLOSED permit never counts against an OPEN or HALF_OPEN breaker. Such permits are not probes.
+func (b *Breaker) PermitFor(gen uint64) Permit { return Permit{b: b, gen: gen, slot: -1} }
 
 // Policy returns the policy the breaker was made with.
 func (b *Breaker) Policy() *Policy { return b.p }
@@ -217,7 +256,7 @@ func (b *Breaker) acquire(now, leaseFor int64, ev *events) (Permit, bool) {
 
 func (b *Breaker) enterHalfOpen(now int64, ev *events) {
 	b.state = HalfOpen
-	b.notClosed.Store(true)
+	b.setNotClosed(true)
 	b.parked = false // a probe that fails or expires opens one level up, unparked
 	b.gen++
 	b.inflight, b.successes = 0, 0
@@ -258,7 +297,7 @@ func (b *Breaker) note(now int64, c Cause, from State, ev *events) {
 func (b *Breaker) open(now, next int64, c Cause, parked bool, ev *events) {
 	from := b.state
 	b.state = Open
-	b.notClosed.Store(true)
+	b.setNotClosed(true)
 	b.parked = parked
 	b.gen++
 	b.nextProbe = next
@@ -308,7 +347,7 @@ func (b *Breaker) park(now int64, ev *events) {
 
 func (b *Breaker) close(now int64, ev *events) {
 	b.state = Closed
-	b.notClosed.Store(false)
+	b.setNotClosed(false)
 	b.parked = false
 	b.gen++
 	b.closedAt = now

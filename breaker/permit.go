@@ -39,11 +39,17 @@ func (p Permit) Success(now time.Time) { p.report(now, vSuccess, Failure{}) }
 func (p Permit) Failure(now time.Time, f Failure) { p.report(now, vFailure, f) }
 
 // Neutral records an outcome that says nothing about the key (the caller gave up, the origin had a
-// bug of its own). A probe slot is freed; nothing is counted.
-func (p Permit) Neutral(now time.Time) { p.report(now, vNeutral, Failure{}) }
+// bug of its own). A probe slot is freed; nothing is counted, so for a CLOSED permit it is free:
+// it does not even take the breaker's lock.
+func (p Permit) Neutral(now time.Time) {
+	if p.slot < 0 {
+		return
+	}
+	p.report(now, vNeutral, Failure{})
+}
 
 // Release gives the permit back without a verdict. It has the effect of Neutral.
-func (p Permit) Release(now time.Time) { p.report(now, vNeutral, Failure{}) }
+func (p Permit) Release(now time.Time) { p.Neutral(now) }
 
 func (p Permit) report(now time.Time, v verdict, f Failure) {
 	b := p.b
@@ -54,7 +60,7 @@ func (p Permit) report(now time.Time, v verdict, f Failure) {
 	var ev events
 	b.mu.Lock()
 	b.expireLeases(t, &ev)
-	if p.gen == b.gen && b.holds(p) {
+	if (p.gen == b.gen || p.gen == CurrentGeneration) && b.holds(p) {
 		b.apply(t, p, v, f, &ev)
 	}
 	b.mu.Unlock()

@@ -11,16 +11,16 @@ import (
 // the response body: a successful attempt gets its verdict when the body ends (EOF or Close), so a
 // body that dies mid-read still counts against the exit, once.
 type attempt struct {
-	t       *Transport
-	tk      ticket
-	info    AttemptInfo
-	parent  context.Context // the caller's
-	ctx     context.Context // the attempt's: the caller's + exit + cancel + observers'
+	t      *Transport
+	tk     ticket
+	info   AttemptInfo
+	parent context.Context // the caller's
+	ctx    context.Context // the attempt's: the caller's + exit + cancel + observers'
 	// actx and at live inside the attempt so that each request allocates them with it, not
 	// separately: actx is the context that carries the exit (ctx points to it unless an observer
 	// wrapped it), at is what the classifier is shown.
-	actx attemptContext
-	at   Attempt
+	actx    attemptContext
+	at      Attempt
 	cancel  context.CancelCauseFunc
 	timer   *time.Timer
 	memo    *retryMemo

@@ -49,12 +49,10 @@ const benchWarmLimit = 1 << 20
 //     ParkFor (15 min + jitter), far longer than any run. At 100,000 × 1,000 that is 10 M breakers,
 //     built once per process and cached (one environment at a time).
 //   - CLOSED pairs: when exits × origins ≤ benchWarmLimit (every cell but 100,000 × 1,000), every
-//     other pair also gets its (CLOSED, fresh) breaker up front, so the loop measures the steady
-//     state of a warm pool: no allocation is expected. At 100,000 × 1,000 that would be 90 M
-//     breakers (~30 GB), so the CLOSED pairs have no breaker there, as in a pool that has never
-//     sent traffic through them, and each op almost surely lands on such a pair, where
-//     Pool.acquire (pairFor) creates the pair's breaker: that cell measures the first-use path,
-//     allocations included, and its pool grows by one breaker per op.
+//     other pair also gets its (CLOSED, fresh) breaker up front, as in a pool whose pairs have all
+//     failed once. At 100,000 × 1,000 that would be 90 M breakers (~30 GB), so the CLOSED pairs
+//     have no breaker there, as in a pool that has never seen them fail. Either way the pool makes
+//     no breaker during a pick: a pair gets one on its first failure.
 //   - now is one instant taken at the end of setup and passed to every pick: the transport reads
 //     its clock once per request and hands the instant down (that read is part of
 //     BenchmarkMiddleware, not of this one). A fixed instant also keeps the background sweep

@@ -116,6 +116,10 @@ func (g *originGuard) admit(now time.Time, origin string) (breaker.Permit, error
 	if g.cfg.Disabled {
 		return breaker.Permit{}, nil
 	}
+	if g.b.State(now) == breaker.Closed {
+		// The common case, without the breaker's lock (every request for the origin passes here).
+		return g.b.PermitFor(breaker.CurrentGeneration), nil
+	}
 	pm, ok := g.b.Acquire(now)
 	if ok {
 		return pm, nil

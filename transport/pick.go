@@ -27,6 +27,7 @@ type ticket struct {
 	pairState breaker.State
 	exitState breaker.State
 	would     bool // dry run: the breakers would have refused this attempt
+	lazyPair  bool // admitted while the pair had no breaker: CLOSED, generation 0
 }
 
 // pick chooses an exit for a request to originKey at now and acquires its permits. It returns a
@@ -95,11 +96,7 @@ func (p *Pool) liveOrigin(originKey string) *originState {
 	}
 }
 
-func (o *originState) isDead() bool {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	return o.dead
-}
+func (o *originState) isDead() bool { return o.dead.Load() }
 
 func untilPositive(t, now time.Time) time.Duration {
 	if t.IsZero() {
@@ -110,38 +107,61 @@ func untilPositive(t, now time.Time) time.Duration {
 
 // sticks reports whether a session pinned to es may keep using it: both breakers CLOSED.
 func (p *Pool) sticks(now time.Time, o *originState, es *exitState) bool {
-	if es.removed.Load() || es.wide.State(now) != breaker.Closed {
+	if p.gone.get(es.id) || es.wide.State(now) != breaker.Closed {
 		return false
 	}
 	pr := o.lookupPair(es.id)
 	return pr == nil || pr.b.State(now) == breaker.Closed
 }
 
-// acquire takes the exit's and the pair's permits, or neither.
+// acquire takes the exit's and the pair's permits, or neither. A breaker the bit tables show
+// CLOSED is not touched: the attempt gets a CLOSED permit for the breaker's current generation
+// (breaker.PermitFor), whose verdict counts if the breaker is still CLOSED when it arrives — and
+// a pair with no breaker at all gets one only when it first fails (pairPermit). Only breakers out of
+// CLOSED — the ones with probe slots to guard — are acquired under their locks.
 func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bool) {
+	id := es.id
+	if p.gone.get(id) {
+		return ticket{}, false
+	}
 	t := ticket{exit: es, origin: o}
 	lease := p.pairPol.Settings().ProbeLease
-	t.exitState = es.wide.State(now)
 	var ok bool
-	if t.exitPm, ok = es.wide.AcquireLease(now, lease); !ok && !p.dryRun {
-		return ticket{}, false
+	if !p.exitOpen.get(id) {
+		t.exitPm = es.wide.PermitFor(breaker.CurrentGeneration)
+	} else {
+		t.exitState = es.wide.State(now)
+		if t.exitPm, ok = es.wide.AcquireLease(now, lease); !ok {
+			if !p.dryRun {
+				return ticket{}, false
+			}
+			t.would = true
+		}
 	}
-	t.would = !ok
-	pr, alive := p.pairFor(o, es)
-	if !alive {
-		t.exitPm.Release(now)
-		return ticket{}, false
-	}
-	t.pair = pr
-	t.pairState = pr.b.State(now)
-	if t.pairPm, ok = pr.b.AcquireLease(now, lease); !ok {
-		if !p.dryRun {
+	var pr *pair
+	switch {
+	case !p.lazyPairs:
+		var alive bool
+		if pr, alive = p.pairFor(o, es); !alive {
 			t.exitPm.Release(now)
 			return ticket{}, false
 		}
-		t.would = true
+	case o.open.get(id):
+		pr = o.lookupPair(id)
 	}
-	es.inflight.Add(1)
+	t.lazyPair = pr == nil
+	if pr != nil {
+		t.pair = pr
+		t.pairState = pr.b.State(now)
+		if t.pairPm, ok = pr.b.AcquireLease(now, lease); !ok {
+			if !p.dryRun {
+				t.exitPm.Release(now)
+				return ticket{}, false
+			}
+			t.would = true
+		}
+	}
+	p.inflight.add(id, 1)
 	return t, true
 }
 
@@ -175,16 +195,24 @@ func (p *Pool) choose(now time.Time, o *originState, memo *retryMemo) (*exitStat
 	return nil, soonest
 }
 
-// ready reports whether es may take a request for o now; if not, when that may change.
-func (p *Pool) ready(now time.Time, o *originState, es *exitState, avoid *retryMemo) (bool, time.Time) {
-	if es.removed.Load() || avoid.avoids(es.id) {
+// ready reports whether exit i of g may take a request for o now; if not, when that may change.
+// The common case — both breakers CLOSED — is answered from two bit tables without touching the
+// exit or the pair; only exits with a breaker out of CLOSED are looked at closely.
+func (p *Pool) ready(now time.Time, o *originState, g *tierGroup, i int, avoid *retryMemo) (bool, time.Time) {
+	id := g.ids[i]
+	if avoid != nil && avoid.avoids(id) {
 		return false, time.Time{}
 	}
 	if p.dryRun {
 		return true, time.Time{}
 	}
+	exitOut, pairOut := p.exitOpen.get(id), o.open.get(id)
+	if !exitOut && !pairOut {
+		return true, time.Time{}
+	}
+	es := g.exits[i]
 	ok, at := es.wide.Ready(now)
-	if pr := o.lookupPair(es.id); pr != nil {
+	if pr := o.lookupPair(id); pr != nil {
 		if !ok {
 			// The exit is usable for o only once both breakers are: report the later instant.
 			if pok, pat := pr.b.Ready(now); !pok && pat.After(at) {
@@ -197,11 +225,11 @@ func (p *Pool) ready(now time.Time, o *originState, es *exitState, avoid *retryM
 	return ok, at
 }
 
-// draw returns a random exit of g, by weight.
-func (p *Pool) draw(g *tierGroup) *exitState {
+// draw returns the index of a random exit of g, by weight.
+func (p *Pool) draw(g *tierGroup) int {
 	r := p.rand()
 	if g.cum == nil {
-		return g.exits[r%uint64(len(g.exits))]
+		return int(r % uint64(len(g.ids)))
 	}
 	total := g.cum[len(g.cum)-1]
 	x := float64(r>>11) / (1 << 53) * total
@@ -214,40 +242,43 @@ func (p *Pool) draw(g *tierGroup) *exitState {
 			hi = mid
 		}
 	}
-	return g.exits[lo]
+	return lo
 }
 
 // sample draws up to sampleTries exits and returns a ready one: the first, or with LeastLoaded the
 // less loaded of the first two.
 func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *retryMemo) *exitState {
-	if len(g.exits) == 0 {
+	if len(g.ids) == 0 {
 		return nil
 	}
-	var first *exitState
+	first := -1
 	for range sampleTries {
-		es := p.draw(g)
-		if ok, _ := p.ready(now, o, es, avoid); !ok {
+		i := p.draw(g)
+		if ok, _ := p.ready(now, o, g, i, avoid); !ok {
 			continue
 		}
-		if p.selection == Random || len(g.exits) == 1 {
-			return es
+		if p.selection == Random || len(g.ids) == 1 {
+			return g.exits[i]
 		}
-		if first == nil {
-			first = es
+		if first < 0 {
+			first = i
 			continue
 		}
-		if es.inflight.Load() < first.inflight.Load() {
-			return es
+		if p.inflight.get(g.ids[i]) < p.inflight.get(g.ids[first]) {
+			return g.exits[i]
 		}
-		return first
+		return g.exits[first]
 	}
-	return first
+	if first >= 0 {
+		return g.exits[first]
+	}
+	return nil
 }
 
 // scan visits every exit of g from a random start and picks a ready one at random (by weight),
 // or reports the soonest instant one may become ready.
 func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *retryMemo) (*exitState, time.Time) {
-	n := len(g.exits)
+	n := len(g.ids)
 	if n == 0 {
 		return nil, time.Time{}
 	}
@@ -257,9 +288,9 @@ func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *retryMem
 		total   float64
 		soonest time.Time
 	)
-	for i := range n {
-		es := g.exits[(start+i)%n]
-		ok, at := p.ready(now, o, es, avoid)
+	for k := range n {
+		i := (start + k) % n
+		ok, at := p.ready(now, o, g, i, avoid)
 		if !ok {
 			if !at.IsZero() && (soonest.IsZero() || at.Before(soonest)) {
 				soonest = at
@@ -267,10 +298,10 @@ func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *retryMem
 			continue
 		}
 		// Weighted reservoir sampling: each ready exit ends up chosen with probability weight/total.
-		w := es.exit.weight
+		w := g.exits[i].exit.weight
 		total += w
 		if float64(p.rand()>>11)/(1<<53)*total < w {
-			chosen = es
+			chosen = g.exits[i]
 		}
 	}
 	return chosen, soonest

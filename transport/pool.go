@@ -39,6 +39,15 @@ type Pool struct {
 
 	sessions sessionTable
 
+	// Per exit id, read by the picker without locks: whether the exit's own breaker is out of
+	// CLOSED (kept by the breaker's Mirror hook, under its lock), and requests in flight.
+	exitOpen bitTable
+	gone     bitTable // removed exits
+	inflight counterTable
+	// lazyPairs: a pair gets a breaker only when it first fails (see finish). Successes of a pair
+	// with no breaker need no counting unless the failure-ratio condition is on.
+	lazyPairs bool
+
 	lastSweep atomic.Int64
 	sweeping  atomic.Bool
 	sweeps    sync.WaitGroup
@@ -48,12 +57,11 @@ type Pool struct {
 
 // exitState is an exit as the pool tracks it.
 type exitState struct {
-	exit     *Exit
-	id       uint32
-	wide     *breaker.Breaker
-	inflight atomic.Int32
-	removed  atomic.Bool
-	base     baseSlot // the exit's own *http.Transport, built on first use
+	exit    *Exit
+	id      uint32
+	wide    *breaker.Breaker
+	removed atomic.Bool
+	base    baseSlot // the exit's own *http.Transport, built on first use
 }
 
 // exitSet is an immutable view of the exits, replaced whole on every change.
@@ -67,6 +75,7 @@ type exitSet struct {
 type tierGroup struct {
 	tier  int
 	exits []*exitState
+	ids   []uint32  // ids[i] is exits[i].id: the picker's first look reads this array only
 	cum   []float64 // cumulative weights; nil when every weight is equal
 }
 
@@ -95,7 +104,7 @@ func newPool(c *config) (*Pool, error) {
 	p := &Pool{
 		clock: c.clock, pairPol: pairPol, exitPol: exitPol, guard: guard, obs: c.observers,
 		dryRun: c.dryRun, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
-		rand: c.rand, origins: make(map[string]*originState),
+		rand: c.rand, origins: make(map[string]*originState), lazyPairs: pairPol.Settings().FailureRatio == 0,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
 	}
 	p.set.Store(p.buildSet(nil))
@@ -133,8 +142,11 @@ func (p *Pool) Add(exits ...*Exit) error {
 	for _, e := range exits {
 		es := &exitState{exit: e, id: p.nextID}
 		p.nextID++
-		es.wide = p.exitPol.NewBreaker(func(t breaker.Transition) {
-			p.obs.stateChanged(StateChange{Scope: ScopeExit, Exit: es.exit, Transition: t})
+		es.wide = p.exitPol.NewBreakerWith(breaker.Hooks{
+			OnStateChange: func(t breaker.Transition) {
+				p.obs.stateChanged(StateChange{Scope: ScopeExit, Exit: es.exit, Transition: t})
+			},
+			Mirror: func(notClosed bool) { p.exitOpen.set(es.id, notClosed) },
 		})
 		all = append(all, es)
 	}
@@ -168,6 +180,7 @@ func (p *Pool) Remove(labels ...string) error {
 	p.mu.Unlock()
 	for _, es := range gone {
 		es.removed.Store(true)
+		p.gone.set(es.id, true)
 		if p.removed != nil {
 			p.removed(es)
 		}
@@ -200,7 +213,10 @@ func (p *Pool) buildSet(all []*exitState) *exitSet {
 		byTier[t] = append(byTier[t], es)
 	}
 	for t, exits := range byTier {
-		g := tierGroup{tier: t, exits: exits}
+		g := tierGroup{tier: t, exits: exits, ids: make([]uint32, len(exits))}
+		for i, es := range exits {
+			g.ids[i] = es.id
+		}
 		equal := true
 		for _, es := range exits {
 			equal = equal && es.exit.weight == exits[0].exit.weight
@@ -224,7 +240,8 @@ type originState struct {
 	key   string
 	mu    sync.RWMutex
 	pairs map[uint32]*pair
-	dead  bool // dropped from the pool's table by a sweep; re-look it up
+	open  bitTable    // per exit id: the pair's breaker exists and is out of CLOSED
+	dead  atomic.Bool // dropped from the pool's table by a sweep; re-look it up
 	guard *originGuard
 }
 
@@ -267,15 +284,18 @@ func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.dead {
+	if o.dead.Load() {
 		return nil, false
 	}
 	if pr := o.pairs[es.id]; pr != nil {
 		return pr, true
 	}
 	pr := &pair{exit: es, origin: o}
-	pr.b = p.pairPol.NewBreaker(func(t breaker.Transition) {
-		p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: pr.exit.exit, Origin: pr.origin.key, Transition: t})
+	pr.b = p.pairPol.NewBreakerWith(breaker.Hooks{
+		OnStateChange: func(t breaker.Transition) {
+			p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: pr.exit.exit, Origin: pr.origin.key, Transition: t})
+		},
+		Mirror: func(notClosed bool) { o.open.set(es.id, notClosed) },
 	})
 	o.pairs[es.id] = pr
 	return pr, true
@@ -312,6 +332,7 @@ func (p *Pool) Sweep(now time.Time) {
 		for id, pr := range o.pairs {
 			if pr.exit.removed.Load() || pr.b.Idle(now, p.idleTTL) {
 				delete(o.pairs, id)
+				o.open.set(id, false)
 			}
 		}
 		empty := len(o.pairs) == 0 && o.guard.idle(now, p.idleTTL)
@@ -322,7 +343,7 @@ func (p *Pool) Sweep(now time.Time) {
 		p.omu.Lock()
 		o.mu.Lock()
 		if len(o.pairs) == 0 && o.guard.idle(now, p.idleTTL) && p.origins[o.key] == o {
-			o.dead = true
+			o.dead.Store(true)
 			delete(p.origins, o.key)
 		}
 		o.mu.Unlock()

@@ -416,12 +416,16 @@ func TestPoolAddRejectsAndRemoveUnknown(t *testing.T) {
 
 func TestPoolSweepDropsIdleHealthyPairs(t *testing.T) {
 	env := newTestPoolEnv(t, scriptedExits("x", 3), transport.WithIdleTTL(time.Minute))
+	// A pair gets a breaker on its first failure: one 429 without Retry-After through each exit
+	// (one failure of three, and no concern of the origin guard's).
+	env.base.on("*", poolOriginA, scriptedReply{Status: 429})
 	for i := 0; len(env.pool.Snapshot().Pairs) < 3; i++ {
 		if i > 200 {
 			t.Fatal("never used every exit")
 		}
 		env.mustGet(t, nil, poolURLA)
 	}
+	env.base.reset()
 	// (x0, a.example) trips and re-closes: its backoff level stays up for StablePeriod (5 min).
 	env.base.on("x0", poolOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(30)})
 	poolHit(t, env, poolURLA, "x0", 100)

@@ -51,7 +51,7 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 	for _, es := range set.all {
 		s.Exits = append(s.Exits, ExitStatus{
 			Exit: es.exit.label, Tier: es.exit.tier, Weight: es.exit.weight,
-			InFlight: int(es.inflight.Load()), Breaker: es.wide.Snapshot(now),
+			InFlight: int(p.inflight.get(es.id)), Breaker: es.wide.Snapshot(now),
 		})
 	}
 	p.omu.RLock()

@@ -18,7 +18,7 @@ import (
 //   - Permanent, pair scope: the pair is parked.
 //   - Neutral: nothing is counted; every slot is freed.
 func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter breaker.State) {
-	t.exit.inflight.Add(-1)
+	p.inflight.add(t.exit.id, -1)
 	originsFault := t.origin.guard.observe(now, t.exit.id, v, t.originPm)
 	f := breaker.Failure{
 		Permanent:  v.Outcome == Permanent,
@@ -41,22 +41,45 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter
 		t.exitPm.Neutral(now)
 	case originsFault:
 		// The origin is to blame, but it asked this exit to come back later: honour that.
-		t.pairPm.Failure(now, f)
+		p.pairPermit(t).Failure(now, f)
 		t.exitPm.Neutral(now)
 	default: // pair scope
-		t.pairPm.Failure(now, f)
+		p.pairPermit(t).Failure(now, f)
 		if v.ConnLevel {
 			t.exitPm.Failure(now, breaker.Failure{Reason: f.Reason})
 		} else {
 			t.exitPm.Neutral(now)
 		}
 	}
-	return t.pair.b.State(now), t.exit.wide.State(now)
+	pairAfter = breaker.Closed
+	if t.pair != nil {
+		pairAfter = t.pair.b.State(now)
+	}
+	return pairAfter, t.exit.wide.State(now)
+}
+
+// pairPermit returns the permit a failure of t's pair is given. An attempt admitted while the pair
+// was CLOSED without touching its breaker (or before it had one) held a CLOSED permit in spirit:
+// the breaker is looked up, or made, now, and the failure counts if it is still CLOSED — one that
+// tripped meanwhile drops it as stale.
+func (p *Pool) pairPermit(t *ticket) breaker.Permit {
+	if !t.lazyPair {
+		return t.pairPm // a permit, or none when a dry run sent the attempt past an OPEN pair
+	}
+	o := t.origin
+	for range 3 {
+		if pr, alive := p.pairFor(o, t.exit); alive {
+			t.pair = pr
+			return pr.b.PermitFor(breaker.CurrentGeneration)
+		}
+		o = p.liveOrigin(o.key) // swept while the attempt ran
+	}
+	return breaker.Permit{}
 }
 
 // release gives back every permit of a ticket that never produced an attempt.
 func (p *Pool) release(now time.Time, t *ticket) {
-	t.exit.inflight.Add(-1)
+	p.inflight.add(t.exit.id, -1)
 	t.pairPm.Release(now)
 	t.exitPm.Release(now)
 	t.originPm.Release(now)

@@ -1,0 +1,113 @@
+package transport
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Exits are numbered by id, densely, in the order they were added. The tables below keep one
+// small value per exit id in fixed chunks that never move once allocated, so the picker reads
+// them with plain atomic loads — no lock, no map, no pointer into a struct another core is writing —
+// and a pick at 100,000 exits touches a few cache lines instead of a few exit structs.
+
+const (
+	chunkShift = 12 // 4,096 ids per chunk
+	chunkSize  = 1 << chunkShift
+	chunkMask  = chunkSize - 1
+)
+
+// bitTable is one bit per exit id, all clear until set. Chunks are allocated on the first set bit
+// in them, so a table that marks a few ids among 100,000 costs a few hundred bytes.
+type bitTable struct {
+	mu  sync.Mutex // serialises chunk allocation
+	dir atomic.Pointer[[]*[chunkSize / 64]atomic.Uint64]
+}
+
+func (t *bitTable) get(id uint32) bool {
+	dir := t.dir.Load()
+	if dir == nil || int(id>>chunkShift) >= len(*dir) {
+		return false
+	}
+	c := (*dir)[id>>chunkShift]
+	if c == nil {
+		return false
+	}
+	return c[(id&chunkMask)/64].Load()&(1<<(id%64)) != 0
+}
+
+func (t *bitTable) set(id uint32, v bool) {
+	c := t.chunk(id, v)
+	if c == nil {
+		return // clearing a bit in a chunk that was never allocated
+	}
+	w, bit := &c[(id&chunkMask)/64], uint64(1)<<(id%64)
+	if v {
+		w.Or(bit)
+	} else {
+		w.And(^bit)
+	}
+}
+
+// chunk returns the chunk holding id, allocating it (and the directory) if create.
+func (t *bitTable) chunk(id uint32, create bool) *[chunkSize / 64]atomic.Uint64 {
+	ci := int(id >> chunkShift)
+	if dir := t.dir.Load(); dir != nil && ci < len(*dir) && (*dir)[ci] != nil {
+		return (*dir)[ci]
+	}
+	if !create {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var dir []*[chunkSize / 64]atomic.Uint64
+	if d := t.dir.Load(); d != nil {
+		dir = *d
+	}
+	if ci < len(dir) && dir[ci] != nil {
+		return dir[ci]
+	}
+	grown := make([]*[chunkSize / 64]atomic.Uint64, max(len(dir), ci+1))
+	copy(grown, dir)
+	grown[ci] = new([chunkSize / 64]atomic.Uint64)
+	t.dir.Store(&grown)
+	return grown[ci]
+}
+
+// counterTable is one int32 counter per exit id.
+type counterTable struct {
+	mu  sync.Mutex
+	dir atomic.Pointer[[]*[chunkSize]atomic.Int32]
+}
+
+func (t *counterTable) get(id uint32) int32 {
+	dir := t.dir.Load()
+	if dir == nil || int(id>>chunkShift) >= len(*dir) {
+		return 0
+	}
+	if c := (*dir)[id>>chunkShift]; c != nil {
+		return c[id&chunkMask].Load()
+	}
+	return 0
+}
+
+func (t *counterTable) add(id uint32, d int32) {
+	ci := int(id >> chunkShift)
+	if dir := t.dir.Load(); dir != nil && ci < len(*dir) && (*dir)[ci] != nil {
+		(*dir)[ci][id&chunkMask].Add(d)
+		return
+	}
+	t.mu.Lock()
+	var dir []*[chunkSize]atomic.Int32
+	if d := t.dir.Load(); d != nil {
+		dir = *d
+	}
+	if ci >= len(dir) || dir[ci] == nil {
+		grown := make([]*[chunkSize]atomic.Int32, max(len(dir), ci+1))
+		copy(grown, dir)
+		grown[ci] = new([chunkSize]atomic.Int32)
+		t.dir.Store(&grown)
+		dir = grown
+	}
+	t.mu.Unlock()
+	dir[ci][id&chunkMask].Add(d)
+}
