@@ -10,6 +10,7 @@ type ctxKey int
 
 const (
 	exitKey ctxKey = iota
+	attemptKey
 	sessionKey
 	retryKey
 )
@@ -35,13 +36,32 @@ func ExitFromResponse(resp *http.Response) *Exit {
 type attemptContext struct {
 	context.Context
 	exit *Exit
+	att  *attempt
 }
 
 func (c *attemptContext) Value(key any) any {
-	if key == exitKey {
+	switch key {
+	case exitKey:
 		return c.exit
+	case attemptKey:
+		return c.att
 	}
 	return c.Context.Value(key)
+}
+
+// VerdictFromResponse returns how the transport classified resp when its headers arrived: the
+// class of a 429 (rate_limited), a challenge page (blocked, with the Detector), a 407 from the proxy
+// (proxy_auth), and so on. ok is false if resp did not come through a Transport. A success can still
+// turn into a body_read failure if the body dies mid-read; observers see that final verdict.
+func VerdictFromResponse(resp *http.Response) (v Verdict, ok bool) {
+	if resp == nil || resp.Request == nil {
+		return Verdict{}, false
+	}
+	a, _ := resp.Request.Context().Value(attemptKey).(*attempt)
+	if a == nil {
+		return Verdict{}, false
+	}
+	return a.verdict, true
 }
 
 // WithSession returns a context whose requests stick to one exit per origin: the first request of

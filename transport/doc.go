@@ -61,7 +61,10 @@
 // connections by origin alone, so one shared transport with a per-request Proxy func would send
 // requests through whichever exit first opened an h2 connection. The picked exit rides in the
 // request context (ExitFromContext) and comes back on the response (ExitFromResponse). A failed
-// CONNECT becomes a *ProxyConnectError with the status code. When no exit is ready, RoundTrip
+// CONNECT becomes a *ProxyConnectError with the status code. So a proxy that rejects credentials
+// answers a plain-HTTP request with a 407 response (err == nil, as net/http returns it) and an
+// HTTPS request with an *AttemptError wrapping a *ProxyConnectError; either way the exit is parked,
+// and VerdictFromResponse or AttemptError.Verdict says proxy_auth. When no exit is ready, RoundTrip
 // returns a *NoHealthyExitError (errors.Is ErrNoHealthyExit) that says how long until the soonest
 // probe: never a direct connection.
 package transport

@@ -81,3 +81,10 @@ func (e *AttemptError) Error() string {
 
 // Unwrap returns the cause.
 func (e *AttemptError) Unwrap() error { return e.Err }
+
+// Timeout reports whether the attempt timed out (a dial, TLS, CONNECT or header timeout), so that
+// *url.Error.Timeout() answers for it.
+func (e *AttemptError) Timeout() bool {
+	var ne interface{ Timeout() bool }
+	return errors.As(e.Err, &ne) && ne.Timeout()
+}

@@ -517,7 +517,7 @@ func TestIntegRecoveredExitCarriesTrafficAgain(t *testing.T) {
 	obs := &integObserver{}
 	fc := clock.NewFake(integT0)
 	const parkFor = time.Minute
-	exitSettings := transport.DefaultExitSettings
+	exitSettings := transport.DefaultExitSettings()
 	exitSettings.ParkFor, exitSettings.Rand = parkFor, integHalf
 	tr, c := integNew(t, []*httptest.Server{secure},
 		transport.WithExits(x, y), transport.WithClock(fc), transport.WithObserver(obs),

@@ -21,7 +21,10 @@ const (
 // (407, gateway refused, proxy DNS), and tripped by connection-level trouble (timeouts, resets)
 // across all origins: 5 such failures in a minute trip it while the exit has carried fewer than 10
 // attempts in that minute; from 10 attempts on, they must also make up half of them.
-var DefaultExitSettings = breaker.Settings{FailureThreshold: 5, FailureRatio: 0.5, MinVolume: 10}
+// It returns a fresh value each time: change your copy and pass it to WithExitBreakerSettings.
+func DefaultExitSettings() breaker.Settings {
+	return breaker.Settings{FailureThreshold: 5, FailureRatio: 0.5, MinVolume: 10}
+}
 
 // Selection is how the pool chooses among ready exits.
 type Selection uint8
@@ -75,7 +78,7 @@ type config struct {
 func newConfig(opts []Option) (*config, error) {
 	c := &config{
 		clock:         clock.System,
-		exit:          DefaultExitSettings,
+		exit:          DefaultExitSettings(),
 		classifier:    DefaultClassifier,
 		originKey:     OriginHost,
 		headerTimeout: DefaultHeaderTimeout,
@@ -124,7 +127,7 @@ func WithBreakerSettings(s breaker.Settings) Option {
 	return poolOption("WithBreakerSettings", func(c *config) error { c.pair = s; return nil })
 }
 
-// WithExitBreakerSettings sets the settings of each exit's own breaker. Default DefaultExitSettings.
+// WithExitBreakerSettings sets the settings of each exit's own breaker. Default DefaultExitSettings().
 func WithExitBreakerSettings(s breaker.Settings) Option {
 	return poolOption("WithExitBreakerSettings", func(c *config) error { c.exit = s; return nil })
 }

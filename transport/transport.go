@@ -34,8 +34,17 @@ type Transport struct {
 var _ http.RoundTripper = (*Transport)(nil)
 
 // errHeaderTimeout is the cause an attempt's context is cancelled with when its response headers
-// did not arrive within the header timeout.
-var errHeaderTimeout = errors.New("transport: timeout awaiting response headers through the exit")
+// did not arrive within the header timeout, and the error RoundTrip reports then (wrapped in an
+// *AttemptError): a net.Error whose Timeout() is true, so url.Error.Timeout() is true too.
+var errHeaderTimeout error = &timeoutError{"transport: timeout awaiting response headers through the exit"}
+
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string { return e.msg }
+func (e *timeoutError) Timeout() bool { return true }
+
+// Temporary is part of net.Error.
+func (e *timeoutError) Temporary() bool { return true }
 
 // errNilResponse stands in for the error a base RoundTripper failed to return with its nil response.
 var errNilResponse = errors.New("transport: base RoundTripper returned a nil response and a nil error")
@@ -124,7 +133,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
 	a.cancel = cancel
-	a.actx = attemptContext{Context: cctx, exit: tk.exit.exit}
+	a.actx = attemptContext{Context: cctx, exit: tk.exit.exit, att: a}
 	a.ctx = &a.actx
 	settled := false
 	defer func() {
@@ -164,6 +173,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	at.Now = t.clock.Now()
 	at.CallerDone = ctx.Err() != nil
 	at.TimedOut = context.Cause(cctx) == errHeaderTimeout
+	if at.TimedOut && err != nil {
+		err = errHeaderTimeout // not the context.Canceled net/http reports: the caller cancelled nothing
+		at.Err = err
+	}
 	v := t.classifier.Classify(at)
 	resp = at.Response
 	if a.timer != nil && !a.timer.Stop() && resp != nil && ctx.Err() == nil {
@@ -180,10 +193,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	a.rc = resp.Body
 	resp.Body = a
+	a.status, a.verdict = resp.StatusCode, v // fixed from here on: VerdictFromResponse reads them
 	if v.Outcome != Success {
 		a.finish(v, resp.StatusCode, nil)
-	} else {
-		a.status, a.verdict = resp.StatusCode, v
 	}
 	return resp, nil
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -426,6 +429,21 @@ func TestTransportHeaderTimeout(t *testing.T) {
 		if p, _ := env.pair("x0", trOriginA); p.Breaker.FailuresInWindow != 1 {
 			t.Errorf("pair failures = %d, want 1", p.Breaker.FailuresInWindow)
 		}
+		// A timeout, as callers test for one; not a cancellation, since the caller cancelled nothing.
+		if !ae.Timeout() {
+			t.Errorf("AttemptError.Timeout() = false, want true")
+		}
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Errorf("err = %v: errors.As(net.Error).Timeout() = false, want true", err)
+		}
+		if errors.Is(err, context.Canceled) {
+			t.Errorf("errors.Is(err, context.Canceled) = true for the transport's own timeout")
+		}
+		uerr := &url.Error{Op: "Get", URL: trURLA, Err: err}
+		if !uerr.Timeout() {
+			t.Errorf("url.Error.Timeout() = false, want true")
+		}
 	})
 	for _, tc := range []struct {
 		name string
@@ -545,5 +563,39 @@ func TestTransportObserverOriginStateChange(t *testing.T) {
 	oc := env.obs.changesFor(transport.ScopeOrigin, "", trOriginA)
 	if len(oc) != 1 || oc[0].Exit != nil || oc[0].To != breaker.Open {
 		t.Fatalf("origin state changes = %+v, want one closed→open without an exit", oc)
+	}
+}
+
+// TestVerdictFromResponse: a caller can learn how a response was classified, including failures
+// that arrive as responses (a 429, a challenge page, a 407 from the proxy).
+func TestVerdictFromResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		reply    scriptedReply
+		class    transport.Class
+		outcome  transport.Outcome
+		detector string
+	}{
+		{"ok", scriptedReply{Body: "fine"}, transport.ClassOK, transport.Success, ""},
+		{"429", scriptedReply{Status: 429, Header: scriptedRetryAfter(5)}, transport.ClassRateLimited, transport.Transient, ""},
+		{"challenge", scriptedReply{Status: 403, Header: http.Header{"Cf-Mitigated": {"challenge"}}}, transport.ClassBlocked, transport.Transient, "cloudflare"},
+		{"407", scriptedReply{Status: 407}, transport.ClassProxyAuth, transport.Permanent, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestPoolEnv(t, scriptedExits("x", 1))
+			env.base.on("*", "*", tc.reply)
+			resp, _, err := env.do(t, nil, trURLA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			v, ok := transport.VerdictFromResponse(resp)
+			if !ok || v.Class != tc.class || v.Outcome != tc.outcome || v.Detector != tc.detector {
+				t.Errorf("VerdictFromResponse = %+v, %v; want class %s, outcome %v, detector %q", v, ok, tc.class, tc.outcome, tc.detector)
+			}
+		})
+	}
+	if _, ok := transport.VerdictFromResponse(&http.Response{Request: httptest.NewRequest("GET", trURLA, nil)}); ok {
+		t.Errorf("VerdictFromResponse of a response that did not come through a Transport: ok = true")
 	}
 }

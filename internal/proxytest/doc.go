@@ -6,7 +6,7 @@
 //
 //	http.Client → transport.Transport → pick exit → base http.Transport
 //	            → proxytest.Proxy (plain HTTP: forward; HTTPS: CONNECT tunnel) → httptest origin
-//	                                                              origin: Registry.Lookup(r.RemoteAddr)
+//	                                                              origin: Registry.Lookup(r)
 //
 // Plain HTTP requests arrive in absolute form and are forwarded over a fresh upstream connection
 // with the hop-by-hop headers (Proxy-Authorization among them) removed. CONNECT requests are
@@ -19,8 +19,8 @@
 // listens, for a proxy that refuses connections.
 //
 // A Registry shared by several proxies and an origin lets the origin tell which proxy carried each
-// request: the proxy records the local address of every upstream connection it dials before it
-// sends a byte on it, and the origin looks up its r.RemoteAddr.
+// request: the proxy records both ends of every upstream connection it dials before it sends a byte
+// on it, and the origin looks up the request's connection (Registry.Lookup(r)).
 //
 // Close shuts a proxy down completely: the listener, every client and upstream connection, and
 // every goroutine it started have gone when Close returns, so tests can check for leaks with

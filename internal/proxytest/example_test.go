@@ -17,7 +17,7 @@ import (
 func Example() {
 	reg := &proxytest.Registry{}
 	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, _ := reg.Lookup(r.RemoteAddr)
+		name, _ := reg.Lookup(r)
 		fmt.Fprintf(w, "%s via %s", r.Proto, name)
 	})
 	plain := httptest.NewServer(hello)

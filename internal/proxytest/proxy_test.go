@@ -45,7 +45,7 @@ func startProxy(t *testing.T, cfg proxytest.Config) *proxytest.Proxy {
 // or "-" when none did. It also echoes the request body and reports forwarded hop headers.
 func whoHandler(reg *proxytest.Registry) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, ok := reg.Lookup(r.RemoteAddr)
+		name, ok := reg.Lookup(r)
 		if !ok {
 			name = "-"
 		}
@@ -193,8 +193,8 @@ func TestRegistryDirectClientUnknown(t *testing.T) {
 	if want := "proto=HTTP/1.1 via=- path=/ body="; body != want {
 		t.Errorf("direct request: body = %q, want %q", body, want)
 	}
-	if name, ok := reg.Lookup("127.0.0.1:1"); ok {
-		t.Errorf(`Lookup("127.0.0.1:1") = %q, true, want "", false`, name)
+	if name, ok := reg.LookupConn("127.0.0.1:1", "127.0.0.1:2"); ok {
+		t.Errorf(`LookupConn("127.0.0.1:1", "127.0.0.1:2") = %q, true, want "", false`, name)
 	}
 }
 

@@ -118,7 +118,7 @@ func loopbackTarget(host, port string) (string, bool) {
 	return net.JoinHostPort(ip.String(), port), true
 }
 
-// dial connects to a loopback target, registers the connection's local address and tracks the
+// dial connects to a loopback target, registers the connection and tracks the
 // connection, all before the caller can write on it. The caller must untrack it when done.
 func (p *Proxy) dial(target string) (net.Conn, error) {
 	d := net.Dialer{Timeout: DialTimeout}
@@ -131,7 +131,7 @@ func (p *Proxy) dial(target string) (net.Conn, error) {
 		return nil, net.ErrClosed
 	}
 	if p.cfg.Registry != nil {
-		p.cfg.Registry.register(up.LocalAddr().String(), p.cfg.Name)
+		p.cfg.Registry.register(up, p.cfg.Name)
 	}
 	return up, nil
 }
