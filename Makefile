@@ -28,9 +28,11 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-## bench: the benchmarks quoted in the README.
+## bench: the benchmarks quoted in the README (pipe through benchstat to summarise).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./transport/...
+	$(GO) test -run '^$$' -bench '^BenchmarkPick$$/^exits=(10|1000)$$/' -benchmem -count 5 ./transport
+	$(GO) test -run '^$$' -bench '^BenchmarkPick$$/^exits=100000$$/' -benchmem -count 5 -benchtime 1000000x ./transport
+	$(GO) test -run '^$$' -bench '^Benchmark(Middleware|Loopback)$$' -benchmem -count 6 ./transport
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s).
 FUZZTIME ?= 30s
@@ -38,3 +40,5 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime $(FUZZTIME) ./transport
 	$(GO) test -run '^$$' -fuzz '^FuzzReadExits$$' -fuzztime $(FUZZTIME) ./transport
 	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZTIME) ./transport
+	$(GO) test -run '^$$' -fuzz '^FuzzSettings$$' -fuzztime $(FUZZTIME) ./breaker
+	$(GO) test -run '^$$' -fuzz '^FuzzParseBasic$$' -fuzztime $(FUZZTIME) ./internal/proxytest
