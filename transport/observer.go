@@ -103,3 +103,23 @@ func (os observers) refused(ctx context.Context, origin string, err error) {
 		o.Refused(ctx, origin, err)
 	}
 }
+
+// ThrottleObserver is implemented by observers that also want rate-limit events: a request that
+// waited for a token, or was refused for want of one. The transport checks each Observer for it
+// once, at construction.
+type ThrottleObserver interface {
+	Throttled(ctx context.Context, t Throttle)
+}
+
+// Throttle describes one request held back by a rate limit.
+type Throttle struct {
+	Origin string
+	// Exit is the exit the request went through after waiting; nil when it was refused.
+	Exit *Exit
+	// Scope names the bucket that held the request back: "exit", "pair" or "origin".
+	Scope string
+	// Waited is how long the request waited for a token.
+	Waited time.Duration
+	// Refused reports that the request did not go: fail-fast, or its deadline came first.
+	Refused bool
+}
