@@ -88,3 +88,32 @@ func (e *AttemptError) Timeout() bool {
 	var ne interface{ Timeout() bool }
 	return errors.As(e.Err, &ne) && ne.Timeout()
 }
+
+// ErrThrottled is matched (errors.Is) by the error RoundTrip returns when rate limits held a
+// request back and it did not go: the gate fails fast, the request's deadline would pass before
+// the next token, or the caller gave up while it waited. The concrete error is a *ThrottledError.
+var ErrThrottled = errors.New("transport: throttled")
+
+// ThrottledError says that no token was there for a request to Origin, which bucket lacked it, and
+// how long until the soonest one. Err is the caller's context error when the caller gave up while
+// waiting.
+type ThrottledError struct {
+	Origin  string
+	Scope   string // "exit", "pair" or "origin"
+	RetryIn time.Duration
+	Err     error
+}
+
+func (e *ThrottledError) Error() string {
+	msg := fmt.Sprintf("transport: throttled: no %s token for %s, next in %v", e.Scope, e.Origin, e.RetryIn.Round(time.Millisecond))
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrThrottled) true.
+func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
+
+// Unwrap returns the caller's context error, if any.
+func (e *ThrottledError) Unwrap() error { return e.Err }

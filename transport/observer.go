@@ -21,8 +21,9 @@ type Observer interface {
 	AttemptFinished(ctx context.Context, a AttemptResult)
 	// StateChanged is called after any breaker (pair, exit or origin) changed state.
 	StateChanged(c StateChange)
-	// Refused is called when a request is refused without an attempt: no healthy exit, or the
-	// origin is unhealthy. err is a *NoHealthyExitError or an *OriginUnhealthyError.
+	// Refused is called when a request is refused without an attempt: no healthy exit, the origin
+	// is unhealthy, or rate limits held it back. err is a *NoHealthyExitError, an
+	// *OriginUnhealthyError or a *ThrottledError.
 	Refused(ctx context.Context, origin string, err error)
 }
 

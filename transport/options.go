@@ -8,6 +8,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/ratelimit"
 )
 
 // Defaults for the options.
@@ -72,6 +73,7 @@ type config struct {
 	rand          func() uint64
 	maxSessions   int
 	pool          *Pool
+	gate          *ratelimit.Gate
 	poolOptions   []string // names of pool options given, to reject them beside WithPool
 }
 

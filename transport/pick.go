@@ -26,23 +26,66 @@ type ticket struct {
 	originPm  breaker.Permit
 	pairState breaker.State
 	exitState breaker.State
-	would     bool // dry run: the breakers would have refused this attempt
-	lazyPair  bool // admitted while the pair had no breaker: CLOSED, generation 0
+	would     bool      // dry run: the breakers would have refused this attempt
+	lazyPair  bool      // admitted while the pair had no breaker: CLOSED, generation 0
+	now       time.Time // when the attempt was admitted (after any wait for a token)
 }
 
-// pick chooses an exit for a request to originKey at now and acquires its permits. It returns a
-// *NoHealthyExitError or *OriginUnhealthyError when nothing may be sent.
+// pick chooses an exit for a request to originKey at now and acquires its permits and tokens.
+// When breakers would admit the request but buckets have no token, it waits for the soonest token
+// (on the pool's clock, holding nothing), bounded by ctx — or refuses at once with a
+// *ThrottledError if the gate fails fast. It returns a *NoHealthyExitError, *OriginUnhealthyError
+// or *ThrottledError when nothing may be sent.
 func (p *Pool) pick(ctx context.Context, now time.Time, originKey string) (ticket, error) {
+	start := now
+	for waits := 0; ; waits++ {
+		t, tokenAt, scope, err := p.pickOnce(ctx, now, originKey)
+		if err != nil || tokenAt.IsZero() {
+			if err == nil && waits > 0 {
+				p.throttled(ctx, Throttle{Origin: originKey, Exit: t.exit.exit, Scope: scope, Waited: now.Sub(start)})
+			}
+			t.now = now
+			return t, err
+		}
+		wait := tokenAt.Sub(now)
+		terr := &ThrottledError{Origin: originKey, Scope: scope, RetryIn: wait}
+		if dl, ok := ctx.Deadline(); p.gate.FailFast() || waits >= maxTokenWaits || (ok && dl.Before(tokenAt)) {
+			p.throttled(ctx, Throttle{Origin: originKey, Scope: scope, Waited: now.Sub(start), Refused: true})
+			return ticket{}, terr
+		}
+		timer := p.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			terr.Err = ctx.Err()
+			p.throttled(ctx, Throttle{Origin: originKey, Scope: scope, Waited: p.clock.Now().Sub(start), Refused: true})
+			return ticket{}, terr
+		case <-timer.C():
+		}
+		now = p.clock.Now()
+	}
+}
+
+// maxTokenWaits bounds how often one request waits for a token that others keep taking first.
+const maxTokenWaits = 16
+
+// pickOnce is one try of pick. When breakers would admit the request but no token is there, it
+// returns the instant the soonest token comes and the scope of the bucket that lacks it.
+func (p *Pool) pickOnce(ctx context.Context, now time.Time, originKey string) (t ticket, tokenAt time.Time, scope string, err error) {
 	p.maybeSweep(now)
 	o := p.liveOrigin(originKey)
 	originPm, err := o.guard.admit(now, originKey)
 	if err != nil && !p.dryRun {
-		return ticket{}, err
+		return ticket{}, time.Time{}, "", err
 	}
 	guardWould := err != nil
+	if ok, at := o.bucket.Ready(now); !ok {
+		originPm.Release(now)
+		return ticket{}, at, "origin", nil
+	}
 	memo := retryMemoFrom(ctx)
 	session, _ := ctx.Value(sessionKey).(string)
-	var soonest time.Time
+	var c choice
 	for round, revived := 0, 0; round < maxPickRounds; round++ {
 		var es *exitState
 		if session != "" {
@@ -52,7 +95,8 @@ func (p *Pool) pick(ctx context.Context, now time.Time, originKey string) (ticke
 			}
 		}
 		if es == nil {
-			es, soonest = p.choose(now, o, memo)
+			c = p.choose(now, o, memo)
+			es = c.exit
 		}
 		if es == nil {
 			break
@@ -69,21 +113,28 @@ func (p *Pool) pick(ctx context.Context, now time.Time, originKey string) (ticke
 				o = p.liveOrigin(originKey)
 				originPm, err = o.guard.admit(now, originKey)
 				if err != nil && !p.dryRun {
-					return ticket{}, err
+					return ticket{}, time.Time{}, "", err
 				}
 				guardWould = err != nil
 			}
 			continue // or a probe slot went to another request between peek and acquire
+		}
+		if !p.takeTokens(now, &t) {
+			p.unacquire(now, &t)
+			continue // another request took the token between peek and take
 		}
 		t.originPm = originPm
 		t.would = t.would || guardWould
 		if session != "" {
 			p.sessions.pin(session, originKey, es.id)
 		}
-		return t, nil
+		return t, time.Time{}, "", nil
 	}
 	originPm.Release(now)
-	return ticket{}, &NoHealthyExitError{Origin: originKey, Exits: len(p.set.Load().all), RetryIn: untilPositive(soonest, now)}
+	if !c.tokenAt.IsZero() {
+		return ticket{}, c.tokenAt, c.tokenScope, nil
+	}
+	return ticket{}, time.Time{}, "", &NoHealthyExitError{Origin: originKey, Exits: len(p.set.Load().all), RetryIn: untilPositive(c.probeAt, now)}
 }
 
 // liveOrigin returns the state for originKey, never one a sweep has dropped.
@@ -165,11 +216,19 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bo
 	return t, true
 }
 
+// choice is what choose found: an exit, or when none is ready, the soonest instant a breaker may
+// admit a probe and the soonest a token comes for an exit whose breakers are ready.
+type choice struct {
+	exit       *exitState
+	probeAt    time.Time
+	tokenAt    time.Time
+	tokenScope string
+}
+
 // choose picks a ready exit: from the lowest tier that has one, by sampling, then by scanning.
-// When none is ready it returns the soonest instant one may become probeable.
-func (p *Pool) choose(now time.Time, o *originState, memo *retryMemo) (*exitState, time.Time) {
+func (p *Pool) choose(now time.Time, o *originState, memo *retryMemo) choice {
 	set := p.set.Load()
-	var soonest time.Time
+	var c choice
 	for pass := 0; pass < 2; pass++ {
 		avoid := memo
 		if pass == 1 {
@@ -181,48 +240,54 @@ func (p *Pool) choose(now time.Time, o *originState, memo *retryMemo) (*exitStat
 		for gi := range set.groups {
 			g := &set.groups[gi]
 			if es := p.sample(g, now, o, avoid); es != nil {
-				return es, time.Time{}
+				return choice{exit: es}
 			}
-			es, s := p.scan(g, now, o, avoid)
-			if es != nil {
-				return es, time.Time{}
-			}
-			if !s.IsZero() && (soonest.IsZero() || s.Before(soonest)) {
-				soonest = s
+			if p.scan(g, now, o, avoid, &c); c.exit != nil {
+				return choice{exit: c.exit}
 			}
 		}
 	}
-	return nil, soonest
+	return c
 }
 
-// ready reports whether exit i of g may take a request for o now; if not, when that may change.
-// The common case — both breakers CLOSED — is answered from two bit tables without touching the
-// exit or the pair; only exits with a breaker out of CLOSED are looked at closely.
-func (p *Pool) ready(now time.Time, o *originState, g *tierGroup, i int, avoid *retryMemo) (bool, time.Time) {
+// ready reports whether exit i of g may take a request for o now; if not, when that may change,
+// and whether only a token is missing (scope "exit" or "pair"; "" when a breaker refuses). The
+// common case — both breakers CLOSED — is answered from two bit tables without touching the exit
+// or the pair; only exits with a breaker out of CLOSED are looked at closely. Buckets are peeked
+// at only once the breakers would admit: an OPEN pair takes no token.
+func (p *Pool) ready(now time.Time, o *originState, g *tierGroup, i int, avoid *retryMemo) (bool, time.Time, string) {
 	id := g.ids[i]
 	if avoid != nil && avoid.avoids(id) {
-		return false, time.Time{}
+		return false, time.Time{}, ""
 	}
-	if p.dryRun {
-		return true, time.Time{}
-	}
-	exitOut, pairOut := p.exitOpen.get(id), o.open.get(id)
-	if !exitOut && !pairOut {
-		return true, time.Time{}
-	}
-	es := g.exits[i]
-	ok, at := es.wide.Ready(now)
-	if pr := o.lookupPair(id); pr != nil {
-		if !ok {
-			// The exit is usable for o only once both breakers are: report the later instant.
-			if pok, pat := pr.b.Ready(now); !pok && pat.After(at) {
-				at = pat
+	if !p.dryRun && (p.exitOpen.get(id) || o.open.get(id)) {
+		es := g.exits[i]
+		ok, at := es.wide.Ready(now)
+		if pr := o.lookupPair(id); pr != nil {
+			pok, pat := pr.b.Ready(now)
+			if !ok && !pok && pat.After(at) {
+				at = pat // usable only once both breakers are: report the later instant
+			} else if ok && !pok {
+				ok, at = false, pat
 			}
-			return false, at
 		}
-		return pr.b.Ready(now)
+		if !ok {
+			return false, at, ""
+		}
 	}
-	return ok, at
+	if g.buckets != nil {
+		if ok, at := g.buckets[i].Ready(now); !ok {
+			return false, at, "exit"
+		}
+	}
+	if o.limited.get(id) {
+		if pr := o.lookupPair(id); pr != nil {
+			if ok, at := pr.pace.Bucket().Ready(now); !ok {
+				return false, at, "pair"
+			}
+		}
+	}
+	return true, time.Time{}, ""
 }
 
 // draw returns the index of a random exit of g, by weight.
@@ -254,7 +319,7 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *retryM
 	first := -1
 	for range sampleTries {
 		i := p.draw(g)
-		if ok, _ := p.ready(now, o, g, i, avoid); !ok {
+		if ok, _, _ := p.ready(now, o, g, i, avoid); !ok {
 			continue
 		}
 		if p.selection == Random || len(g.ids) == 1 {
@@ -275,34 +340,34 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *retryM
 	return nil
 }
 
-// scan visits every exit of g from a random start and picks a ready one at random (by weight),
-// or reports the soonest instant one may become ready.
-func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *retryMemo) (*exitState, time.Time) {
+// scan visits every exit of g from a random start and picks a ready one at random (by weight)
+// into c.exit; when there is none it keeps in c the soonest instants a breaker or a token may
+// make one ready.
+func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *retryMemo, c *choice) {
 	n := len(g.ids)
 	if n == 0 {
-		return nil, time.Time{}
+		return
 	}
 	start := int(p.rand() % uint64(n))
-	var (
-		chosen  *exitState
-		total   float64
-		soonest time.Time
-	)
+	var total float64
 	for k := range n {
 		i := (start + k) % n
-		ok, at := p.ready(now, o, g, i, avoid)
-		if !ok {
-			if !at.IsZero() && (soonest.IsZero() || at.Before(soonest)) {
-				soonest = at
+		ok, at, scope := p.ready(now, o, g, i, avoid)
+		switch {
+		case ok:
+			// Weighted reservoir sampling: each ready exit ends up chosen with probability weight/total.
+			w := g.exits[i].exit.weight
+			total += w
+			if float64(p.rand()>>11)/(1<<53)*total < w {
+				c.exit = g.exits[i]
 			}
-			continue
-		}
-		// Weighted reservoir sampling: each ready exit ends up chosen with probability weight/total.
-		w := g.exits[i].exit.weight
-		total += w
-		if float64(p.rand()>>11)/(1<<53)*total < w {
-			chosen = g.exits[i]
+		case at.IsZero():
+		case scope != "":
+			if c.tokenAt.IsZero() || at.Before(c.tokenAt) {
+				c.tokenAt, c.tokenScope = at, scope
+			}
+		case c.probeAt.IsZero() || at.Before(c.probeAt):
+			c.probeAt = at
 		}
 	}
-	return chosen, soonest
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/ratelimit"
 )
 
 // Pool is a set of exits and the breakers that judge them: one per (exit, origin) pair, created
@@ -45,8 +46,12 @@ type Pool struct {
 	gone     bitTable // removed exits
 	inflight counterTable
 	// lazyPairs: a pair gets a breaker only when it first fails (see finish). Successes of a pair
-	// with no breaker need no counting unless the failure-ratio condition is on.
+	// with no breaker need no counting unless the failure-ratio condition is on, and it needs no
+	// bucket unless every pair is rate-limited.
 	lazyPairs bool
+
+	gate       *ratelimit.Gate // nil: no rate limits (and no adaptation)
+	throttleOb []ThrottleObserver
 
 	lastSweep atomic.Int64
 	sweeping  atomic.Bool
@@ -60,6 +65,7 @@ type exitState struct {
 	exit    *Exit
 	id      uint32
 	wide    *breaker.Breaker
+	bucket  *ratelimit.Bucket // the exit's own token bucket; nil if not limited
 	removed atomic.Bool
 	base    baseSlot // the exit's own *http.Transport, built on first use
 }
@@ -75,8 +81,10 @@ type exitSet struct {
 type tierGroup struct {
 	tier  int
 	exits []*exitState
-	ids   []uint32  // ids[i] is exits[i].id: the picker's first look reads this array only
-	cum   []float64 // cumulative weights; nil when every weight is equal
+	ids   []uint32 // ids[i] is exits[i].id: the picker's first look reads this array only
+	// buckets[i] is exits[i].bucket; nil when no exit of the group is rate-limited.
+	buckets []*ratelimit.Bucket
+	cum     []float64 // cumulative weights; nil when every weight is equal
 }
 
 // NewPool returns a pool configured by opts. Transport options (WithBase and the like) are ignored.
@@ -105,7 +113,16 @@ func newPool(c *config) (*Pool, error) {
 		clock: c.clock, pairPol: pairPol, exitPol: exitPol, guard: guard, obs: c.observers,
 		dryRun: c.dryRun, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
 		rand: c.rand, origins: make(map[string]*originState), lazyPairs: pairPol.Settings().FailureRatio == 0,
+		gate:     c.gate,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
+	}
+	if p.gate != nil && p.gate.PairsLimited() {
+		p.lazyPairs = false
+	}
+	for _, o := range p.obs {
+		if to, ok := o.(ThrottleObserver); ok {
+			p.throttleOb = append(p.throttleOb, to)
+		}
 	}
 	p.set.Store(p.buildSet(nil))
 	p.lastSweep.Store(c.clock.Now().UnixNano())
@@ -142,6 +159,9 @@ func (p *Pool) Add(exits ...*Exit) error {
 	for _, e := range exits {
 		es := &exitState{exit: e, id: p.nextID}
 		p.nextID++
+		if p.gate != nil {
+			es.bucket = p.gate.ExitBucket(e.label)
+		}
 		es.wide = p.exitPol.NewBreakerWith(breaker.Hooks{
 			OnStateChange: func(t breaker.Transition) {
 				p.obs.stateChanged(StateChange{Scope: ScopeExit, Exit: es.exit, Transition: t})
@@ -216,6 +236,14 @@ func (p *Pool) buildSet(all []*exitState) *exitSet {
 		g := tierGroup{tier: t, exits: exits, ids: make([]uint32, len(exits))}
 		for i, es := range exits {
 			g.ids[i] = es.id
+			if es.bucket != nil && g.buckets == nil {
+				g.buckets = make([]*ratelimit.Bucket, len(exits))
+			}
+		}
+		if g.buckets != nil {
+			for i, es := range exits {
+				g.buckets[i] = es.bucket
+			}
 		}
 		equal := true
 		for _, es := range exits {
@@ -240,13 +268,18 @@ type originState struct {
 	key   string
 	mu    sync.RWMutex
 	pairs map[uint32]*pair
-	open  bitTable    // per exit id: the pair's breaker exists and is out of CLOSED
-	dead  atomic.Bool // dropped from the pool's table by a sweep; re-look it up
-	guard *originGuard
+	open  bitTable // per exit id: the pair's breaker exists and is out of CLOSED
+	// limited: per exit id, the pair has a token bucket (a configured per-pair limit, or a cut
+	// pace not yet grown back).
+	limited bitTable
+	bucket  *ratelimit.Bucket // the origin's own bucket, across all exits; nil if not limited
+	dead    atomic.Bool       // dropped from the pool's table by a sweep; re-look it up
+	guard   *originGuard
 }
 
 type pair struct {
 	b      *breaker.Breaker
+	pace   *ratelimit.Pair // nil without rate limits
 	exit   *exitState
 	origin *originState
 }
@@ -263,6 +296,9 @@ func (p *Pool) origin(key string) *originState {
 	defer p.omu.Unlock()
 	if o = p.origins[key]; o == nil {
 		o = &originState{key: key, pairs: make(map[uint32]*pair)}
+		if p.gate != nil {
+			o.bucket = p.gate.OriginBucket(key)
+		}
 		o.guard = p.newOriginGuard(o)
 		p.origins[key] = o
 	}
@@ -297,6 +333,12 @@ func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
 		},
 		Mirror: func(notClosed bool) { o.open.set(es.id, notClosed) },
 	})
+	if p.gate != nil {
+		pr.pace = p.gate.NewPair(es.exit.label)
+		if pr.pace.Bucket() != nil {
+			o.limited.set(es.id, true)
+		}
+	}
 	o.pairs[es.id] = pr
 	return pr, true
 }
@@ -330,9 +372,10 @@ func (p *Pool) Sweep(now time.Time) {
 	for _, o := range origins {
 		o.mu.Lock()
 		for id, pr := range o.pairs {
-			if pr.exit.removed.Load() || pr.b.Idle(now, p.idleTTL) {
+			if pr.exit.removed.Load() || (pr.b.Idle(now, p.idleTTL) && !pr.pace.Throttled()) {
 				delete(o.pairs, id)
 				o.open.set(id, false)
+				o.limited.set(id, false)
 			}
 		}
 		empty := len(o.pairs) == 0 && o.guard.idle(now, p.idleTTL)

@@ -124,6 +124,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.obs.refused(ctx, origin, err)
 		return nil, err
 	}
+	now = tk.now // later than before if the request waited for a token
 	a := &attempt{t: t, tk: tk, parent: ctx, memo: retryMemoFrom(ctx)}
 	a.info = AttemptInfo{
 		Exit: tk.exit.exit, Origin: origin, Method: req.Method, At: now,

@@ -20,6 +20,7 @@ import (
 func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter breaker.State) {
 	p.inflight.add(t.exit.id, -1)
 	originsFault := t.origin.guard.observe(now, t.exit.id, v, t.originPm)
+	p.adapt(now, t, v)
 	f := breaker.Failure{
 		Permanent:  v.Outcome == Permanent,
 		Soft:       v.Soft,

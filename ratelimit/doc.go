@@ -1,0 +1,30 @@
+// Package ratelimit keeps proxybreaker polite before anything fails: token buckets (from
+// golang.org/x/time/rate) per exit, per (exit, origin) pair and per origin, which the transport's
+// picker reads as one more "is this exit ready?" question.
+//
+//	http.Client → transport.Transport → pick exit: breakers ready? → buckets have a token? (peek)
+//	            → choose among ready exits → acquire breaker permits → Take the chosen exit's tokens
+//	            → base RoundTripper → verdict → breakers, and Adapt (AIMD on 429s and challenges)
+//
+// A breaker reacts after the damage; a bucket discourages it first. Three scopes combine:
+//
+//   - per exit (Limits.PerExit, overridden per exit label in Limits.Exits): the provider's terms,
+//     "10 requests per second per port";
+//   - per (exit, origin) (Limits.PerPair): the pace one site tolerates from one IP;
+//   - per origin across all exits (Limits.PerOrigin, overridden in Limits.Origins): a polite
+//     crawler's pace for a whole site, crawl-delay style.
+//
+// A request needs a token from every bucket that applies. Peeking (Bucket.Ready) takes nothing, so
+// exits the picker looks at and passes over lose no tokens; only the chosen exit's buckets are
+// taken from (Take), all or none. When no ready exit has a token, the transport waits for the
+// soonest one, bounded by the request's context, or fails fast if told to.
+//
+// # Adaptive pace
+//
+// A 429 or a challenge page through a pair cuts that pair's rate to half (never below the floor
+// of one request a minute); each success then adds back a twentieth of the ceiling, until the pair
+// is at its ceiling again (the configured per-pair rate, else the exit's, else 10 requests a
+// second). Multiplicative decrease backs off fast while the site is annoyed; additive increase
+// probes its tolerance slowly — the rule TCP uses for the same problem. Retry-After itself is
+// honoured by the pair's breaker, which stays OPEN at least that long.
+package ratelimit

@@ -1,0 +1,84 @@
+package ratelimit
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Pair is the pace of one (exit, origin) pair: its configured per-pair bucket, if any, and the
+// adaptation of that pace to the origin's 429s and challenge pages (AIMD). A pair with neither a
+// configured limit nor a recent cut has no bucket (Bucket returns nil) and costs nothing. Safe for
+// concurrent use.
+type Pair struct {
+	cfg     *Adaptive
+	ceiling rate.Limit // the rate the pair recovers to
+	static  bool       // a configured per-pair limit: the bucket stays at the ceiling
+
+	mu     sync.Mutex // serialises Cut and Grow
+	bucket atomic.Pointer[Bucket]
+}
+
+// Bucket returns the pair's bucket now: nil while the pair runs unthrottled.
+func (p *Pair) Bucket() *Bucket {
+	if p == nil {
+		return nil
+	}
+	return p.bucket.Load()
+}
+
+// Cut applies a 429 or a challenge at now: the pair's rate is multiplied by Decrease, down to
+// Floor. A pair that had no bucket gets one, starting at Decrease × its ceiling, burst 1. It
+// returns the new rate. With adaptation disabled it does nothing and returns the current rate.
+func (p *Pair) Cut(now time.Time) rate.Limit {
+	if p.cfg.Disabled {
+		return p.Bucket().Limit()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.bucket.Load()
+	if b == nil {
+		r := max(p.ceiling*rate.Limit(p.cfg.Decrease), p.cfg.Floor)
+		p.bucket.Store(&Bucket{lim: rate.NewLimiter(r, 1)})
+		return r
+	}
+	r := max(b.lim.Limit()*rate.Limit(p.cfg.Decrease), p.cfg.Floor)
+	b.lim.SetLimitAt(now, r)
+	return r
+}
+
+// Grow applies a success at now: the pair's rate rises by Step × its ceiling, up to the ceiling.
+// A pair back at its ceiling without a configured limit drops its bucket and runs unthrottled
+// again (its exit's bucket, if any, still paces it). It returns the new rate (rate.Inf when
+// unthrottled).
+func (p *Pair) Grow(now time.Time) rate.Limit {
+	b := p.bucket.Load()
+	if b == nil || p.cfg.Disabled {
+		return b.Limit()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b = p.bucket.Load(); b == nil {
+		return rate.Inf
+	}
+	r := b.lim.Limit() + p.ceiling*rate.Limit(p.cfg.Step)
+	if r < p.ceiling {
+		b.lim.SetLimitAt(now, r)
+		return r
+	}
+	if !p.static {
+		p.bucket.Store(nil)
+		return rate.Inf
+	}
+	b.lim.SetLimitAt(now, p.ceiling)
+	return p.ceiling
+}
+
+// Throttled reports whether the pair has a bucket that runs below its ceiling (a cut not yet
+// grown back).
+func (p *Pair) Throttled() bool {
+	b := p.Bucket()
+	return b != nil && b.lim.Limit() < p.ceiling
+}
