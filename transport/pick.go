@@ -38,11 +38,12 @@ type ticket struct {
 // or *ThrottledError when nothing may be sent.
 func (p *Pool) pick(ctx context.Context, now time.Time, originKey string) (ticket, error) {
 	start := now
+	var waitedFor string // the scope of the last bucket waited for
 	for waits := 0; ; waits++ {
 		t, tokenAt, scope, err := p.pickOnce(ctx, now, originKey)
 		if err != nil || tokenAt.IsZero() {
 			if err == nil && waits > 0 {
-				p.throttled(ctx, Throttle{Origin: originKey, Exit: t.exit.exit, Scope: scope, Waited: now.Sub(start)})
+				p.throttled(ctx, Throttle{Origin: originKey, Exit: t.exit.exit, Scope: waitedFor, Waited: now.Sub(start)})
 			}
 			t.now = now
 			return t, err
@@ -53,6 +54,7 @@ func (p *Pool) pick(ctx context.Context, now time.Time, originKey string) (ticke
 			p.throttled(ctx, Throttle{Origin: originKey, Scope: scope, Waited: now.Sub(start), Refused: true})
 			return ticket{}, terr
 		}
+		waitedFor = scope
 		timer := p.clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -197,8 +199,8 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bo
 			t.exitPm.Release(now)
 			return ticket{}, false
 		}
-	case o.open.get(id):
-		pr = o.lookupPair(id)
+	case o.open.get(id) || o.limited.get(id):
+		pr = o.lookupPair(id) // out of CLOSED, or paced: the pair's own state matters
 	}
 	t.lazyPair = pr == nil
 	if pr != nil {

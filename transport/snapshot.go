@@ -32,6 +32,9 @@ type PairStatus struct {
 	Exit    string           `json:"exit"`
 	Origin  string           `json:"origin"`
 	Breaker breaker.Snapshot `json:"breaker"`
+	// Rate is the pair's token rate in requests a second, when rate limits give it a bucket (a
+	// per-pair limit, or a pace cut by 429s and not yet grown back); 0 when it has none.
+	Rate float64 `json:"rate,omitempty"`
 }
 
 // OriginStatus is one origin's guard.
@@ -66,7 +69,11 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 			if pr.exit.removed.Load() {
 				continue
 			}
-			s.Pairs = append(s.Pairs, PairStatus{Exit: pr.exit.exit.label, Origin: o.key, Breaker: pr.b.Snapshot(now)})
+			ps := PairStatus{Exit: pr.exit.exit.label, Origin: o.key, Breaker: pr.b.Snapshot(now)}
+			if b := pr.pace.Bucket(); b != nil {
+				ps.Rate = float64(b.Limit())
+			}
+			s.Pairs = append(s.Pairs, ps)
 		}
 		o.mu.RUnlock()
 		if !o.guard.cfg.Disabled {
