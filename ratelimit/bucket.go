@@ -52,40 +52,49 @@ func tokenWait(r rate.Limit, missing float64) time.Duration {
 	return time.Duration(missing / float64(r) * float64(time.Second))
 }
 
-// maxScopes is how many buckets one request can need: its exit's, its pair's and its origin's.
-const maxScopes = 3
-
 // Take takes one token from each non-nil bucket at now, all or none, and reports whether it did.
 // Nothing is left taken when it fails, so a caller may peek, choose, Take, and on failure choose
-// again without losing tokens. With one bucket it does not allocate (rate.Limiter.AllowN); with
-// several it reserves each (rate.Limiter.ReserveN, one small allocation apiece) so that it can
-// cancel the ones it took when a later one has no token.
-func Take(now time.Time, buckets ...*Bucket) bool {
-	var live [maxScopes]*Bucket
-	n := 0
-	for _, b := range buckets {
-		if b != nil && n < maxScopes {
-			live[n] = b
-			n++
+// again without losing tokens. With one bucket it is rate.Limiter.AllowN; with several it reserves
+// each in turn (rate.Limiter.ReserveN) and cancels the ones it holds when a later one has no token
+// now. It does not allocate: the reservations stay on the stack.
+func Take(now time.Time, a, b, c *Bucket) bool {
+	// Compact the buckets that apply into x, y, z.
+	var x, y, z *rate.Limiter
+	for _, bk := range [...]*Bucket{a, b, c} {
+		switch {
+		case bk == nil:
+		case x == nil:
+			x = bk.lim
+		case y == nil:
+			y = bk.lim
+		default:
+			z = bk.lim
 		}
 	}
-	switch n {
-	case 0:
+	if y == nil {
+		return x == nil || x.AllowN(now, 1)
+	}
+	// Written out, not looped over an array of *rate.Reservation: that would move them to the heap.
+	rx := x.ReserveN(now, 1)
+	if !rx.OK() || rx.DelayFrom(now) > 0 {
+		rx.CancelAt(now)
+		return false
+	}
+	ry := y.ReserveN(now, 1)
+	if !ry.OK() || ry.DelayFrom(now) > 0 {
+		ry.CancelAt(now)
+		rx.CancelAt(now)
+		return false
+	}
+	if z == nil {
 		return true
-	case 1:
-		return live[0].lim.AllowN(now, 1)
 	}
-	var taken [maxScopes]*rate.Reservation
-	for i := range n {
-		r := live[i].lim.ReserveN(now, 1)
-		if !r.OK() || r.DelayFrom(now) > 0 {
-			r.CancelAt(now)
-			for j := range i {
-				taken[j].CancelAt(now)
-			}
-			return false
-		}
-		taken[i] = r
+	rz := z.ReserveN(now, 1)
+	if !rz.OK() || rz.DelayFrom(now) > 0 {
+		rz.CancelAt(now)
+		ry.CancelAt(now)
+		rx.CancelAt(now)
+		return false
 	}
 	return true
 }

@@ -19,20 +19,20 @@ func TestBucketReadyPeeksWithoutTaking(t *testing.T) {
 			t.Fatal("Ready(t0) = false on a full bucket")
 		}
 	}
-	if !Take(at(0), b) {
+	if !Take(at(0), b, nil, nil) {
 		t.Fatal("Take(t0) = false on a full bucket")
 	}
 	ok, next := b.Ready(at(100))
 	if ok || !next.Equal(at(500)) {
 		t.Errorf("Ready(t100) = %v, %v; want false, t500", ok, next.Sub(t0))
 	}
-	if Take(at(499), b) {
+	if Take(at(499), b, nil, nil) {
 		t.Error("Take(t499) = true before the next token")
 	}
-	if !Take(at(500), b) {
+	if !Take(at(500), b, nil, nil) {
 		t.Error("Take(t500) = false when the token is due")
 	}
-	if ok, _ := (*Bucket)(nil).Ready(at(0)); !ok || !Take(at(0), nil, nil) {
+	if ok, _ := (*Bucket)(nil).Ready(at(0)); !ok || !Take(at(0), nil, nil, nil) {
 		t.Error("a nil bucket must always be ready and never refuse")
 	}
 }
@@ -54,6 +54,19 @@ func TestTakeAllOrNone(t *testing.T) {
 	}
 	if !Take(at(1000), exit, nil, origin) {
 		t.Error("Take(t1000) = false once the origin refilled")
+	}
+	// Three buckets, the last one empty: the first two keep their tokens.
+	third := NewBucket(PerSecond(1, 1))
+	Take(at(2000), third, nil, nil)
+	before := exit.lim.TokensAt(at(2000))
+	if Take(at(2000), exit, origin, third) {
+		t.Fatal("Take with an empty third bucket = true")
+	}
+	if got := exit.lim.TokensAt(at(2000)); got != before {
+		t.Errorf("exit tokens %.3f → %.3f after a refused three-bucket take", before, got)
+	}
+	if n := testing.AllocsPerRun(100, func() { Take(at(3000), exit, origin, third) }); n != 0 {
+		t.Errorf("Take allocates %v times, want 0", n)
 	}
 }
 

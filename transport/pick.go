@@ -253,37 +253,48 @@ func (p *Pool) choose(now time.Time, o *originState, memo *retryMemo) choice {
 }
 
 // ready reports whether exit i of g may take a request for o now; if not, when that may change,
-// and whether only a token is missing (scope "exit" or "pair"; "" when a breaker refuses). The
-// common case — both breakers CLOSED — is answered from two bit tables without touching the exit
-// or the pair; only exits with a breaker out of CLOSED are looked at closely. Buckets are peeked
-// at only once the breakers would admit: an OPEN pair takes no token.
+// and whether only a token is missing (scope "exit" or "pair"; "" when a breaker refuses).
+// Buckets are peeked at only once the breakers would admit: an OPEN pair takes no token.
 func (p *Pool) ready(now time.Time, o *originState, g *tierGroup, i int, avoid *retryMemo) (bool, time.Time, string) {
+	if ok, at := p.breakersReady(now, o, g, i, avoid); !ok {
+		return false, at, ""
+	}
+	return p.tokensReady(now, o, g, i)
+}
+
+// breakersReady reports whether the breakers of exit i of g (its own and its pair's with o) would
+// admit a request now, and if not when that may change. The common case — both CLOSED — is
+// answered from two bit tables without touching the exit or the pair; only exits with a breaker
+// out of CLOSED are looked at closely.
+func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int, avoid *retryMemo) (bool, time.Time) {
 	id := g.ids[i]
 	if avoid != nil && avoid.avoids(id) {
-		return false, time.Time{}, ""
+		return false, time.Time{}
 	}
-	if !p.dryRun && (p.exitOpen.get(id) || o.open.get(id)) {
-		es := g.exits[i]
-		ok, at := es.wide.Ready(now)
-		if pr := o.lookupPair(id); pr != nil {
-			pok, pat := pr.b.Ready(now)
-			if !ok && !pok && pat.After(at) {
-				at = pat // usable only once both breakers are: report the later instant
-			} else if ok && !pok {
-				ok, at = false, pat
-			}
-		}
-		if !ok {
-			return false, at, ""
+	if p.dryRun || (!p.exitOpen.get(id) && !o.open.get(id)) {
+		return true, time.Time{}
+	}
+	ok, at := g.exits[i].wide.Ready(now)
+	if pr := o.lookupPair(id); pr != nil {
+		pok, pat := pr.b.Ready(now)
+		if !ok && !pok && pat.After(at) {
+			at = pat // usable only once both breakers are: report the later instant
+		} else if ok && !pok {
+			ok, at = false, pat
 		}
 	}
+	return ok, at
+}
+
+// tokensReady peeks, taking nothing, at the buckets of exit i of g for o.
+func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (bool, time.Time, string) {
 	if g.buckets != nil {
 		if ok, at := g.buckets[i].Ready(now); !ok {
 			return false, at, "exit"
 		}
 	}
-	if o.limited.get(id) {
-		if pr := o.lookupPair(id); pr != nil {
+	if o.limited.get(g.ids[i]) {
+		if pr := o.lookupPair(g.ids[i]); pr != nil {
 			if ok, at := pr.pace.Bucket().Ready(now); !ok {
 				return false, at, "pair"
 			}
@@ -313,7 +324,8 @@ func (p *Pool) draw(g *tierGroup) int {
 }
 
 // sample draws up to sampleTries exits and returns a ready one: the first, or with LeastLoaded the
-// less loaded of the first two.
+// less loaded of the first two whose breakers admit — and only that one's buckets are peeked at
+// (then the other's), so a pick peeks at one bucket, not at every candidate's.
 func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *retryMemo) *exitState {
 	if len(g.ids) == 0 {
 		return nil
@@ -321,23 +333,34 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *retryM
 	first := -1
 	for range sampleTries {
 		i := p.draw(g)
-		if ok, _, _ := p.ready(now, o, g, i, avoid); !ok {
+		if ok, _ := p.breakersReady(now, o, g, i, avoid); !ok {
 			continue
 		}
 		if p.selection == Random || len(g.ids) == 1 {
-			return g.exits[i]
+			if ok, _, _ := p.tokensReady(now, o, g, i); ok {
+				return g.exits[i]
+			}
+			continue
 		}
 		if first < 0 {
 			first = i
 			continue
 		}
-		if p.inflight.get(g.ids[i]) < p.inflight.get(g.ids[first]) {
-			return g.exits[i]
+		a, b := first, i
+		if p.inflight.get(g.ids[b]) < p.inflight.get(g.ids[a]) {
+			a, b = b, a
 		}
-		return g.exits[first]
+		for _, j := range [2]int{a, b} {
+			if ok, _, _ := p.tokensReady(now, o, g, j); ok {
+				return g.exits[j]
+			}
+		}
+		first = -1
 	}
 	if first >= 0 {
-		return g.exits[first]
+		if ok, _, _ := p.tokensReady(now, o, g, first); ok {
+			return g.exits[first]
+		}
 	}
 	return nil
 }

@@ -1,0 +1,126 @@
+package transport_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/ratelimit"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// gateLoad sends requests through n local proxies with 8 workers for d (real time), each exit
+// limited to perSecond with the given burst, and returns what the origin counted per proxy and
+// the time the run really took.
+func gateLoad(t *testing.T, n int, perSecond float64, burst int, d time.Duration) (map[string]int, time.Duration) {
+	t.Helper()
+	reg := &proxytest.Registry{}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, _ := reg.Lookup(r)
+		mu.Lock()
+		seen[name]++
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(origin.Close)
+	var exits []*transport.Exit
+	for i := range n {
+		name := string(rune('a' + i))
+		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		e, err := transport.NewExit(p.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		exits = append(exits, e.WithLabel(name))
+	}
+	tr, err := transport.New(transport.WithExits(exits...),
+		transport.WithRateLimits(ratelimit.Limits{PerExit: ratelimit.PerSecond(perSecond, burst)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	client := &http.Client{Transport: tr}
+
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sent.Add(1) <= 5000 { // bounded, whatever the clock does
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, origin.URL, nil)
+				resp, err := client.Do(req)
+				if err != nil {
+					return // the run's deadline: a wait for a token that would end past it
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	out := map[string]int{}
+	for k, v := range seen {
+		out[k] = v
+	}
+	return out, elapsed
+}
+
+// TestGateLoopbackRates: through real proxies, each exit's observed request count stays within
+// what its bucket allows (rate × elapsed + burst), while total throughput grows with the number
+// of exits: the picker spreads requests to exits that have tokens instead of queueing on one.
+func TestGateLoopbackRates(t *testing.T) {
+	const (
+		perSecond = 20.0
+		burst     = 5
+		run       = 1500 * time.Millisecond
+	)
+	one, el1 := gateLoad(t, 1, perSecond, burst, run)
+	four, el4 := gateLoad(t, 4, perSecond, burst, run)
+	for _, c := range []struct {
+		counts  map[string]int
+		elapsed time.Duration
+	}{{one, el1}, {four, el4}} {
+		allowed := int(perSecond*c.elapsed.Seconds()) + burst
+		for name, got := range c.counts {
+			if name == "" {
+				t.Errorf("%d requests reached the origin without a proxy", got)
+				continue
+			}
+			if got > allowed {
+				t.Errorf("exit %s carried %d requests in %v, more than rate × time + burst = %d", name, got, c.elapsed.Round(time.Millisecond), allowed)
+			}
+		}
+	}
+	total := func(m map[string]int) (n int) {
+		for _, v := range m {
+			n += v
+		}
+		return n
+	}
+	t.Logf("1 exit: %d requests in %v; 4 exits: %d in %v (%v)", total(one), el1.Round(time.Millisecond), total(four), el4.Round(time.Millisecond), four)
+	if len(four) != 4 {
+		t.Errorf("4 exits: requests went through %d of them", len(four))
+	}
+	if total(four) < 3*total(one) {
+		t.Errorf("4 exits carried %d requests, 1 exit %d: want at least 3× (throughput scales with exits)", total(four), total(one))
+	}
+}
