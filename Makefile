@@ -41,4 +41,6 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadExits$$' -fuzztime $(FUZZTIME) ./transport
 	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZTIME) ./transport
 	$(GO) test -run '^$$' -fuzz '^FuzzSettings$$' -fuzztime $(FUZZTIME) ./breaker
+	$(GO) test -run '^$$' -fuzz '^FuzzSOCKSWatch$$' -fuzztime $(FUZZTIME) ./transport
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBasic$$' -fuzztime $(FUZZTIME) ./internal/proxytest
+	$(GO) test -run '^$$' -fuzz '^FuzzReadSOCKSRequest$$' -fuzztime $(FUZZTIME) ./internal/proxytest

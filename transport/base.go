@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -41,7 +40,7 @@ type baseSlot struct {
 }
 
 // exitTransport returns es's base transport, cloning template the first time.
-func exitTransport(es *exitState, template *http.Transport) *http.Transport {
+func exitTransport(es *exitState, template *http.Transport, resolver *net.Resolver) *http.Transport {
 	if rt := es.base.rt.Load(); rt != nil {
 		return rt
 	}
@@ -49,7 +48,7 @@ func exitTransport(es *exitState, template *http.Transport) *http.Transport {
 	defer es.base.mu.Unlock()
 	rt := es.base.rt.Load()
 	if rt == nil {
-		rt = newExitTransport(es.exit, template)
+		rt = newExitTransport(es.exit, template, resolver)
 		es.base.rt.Store(rt)
 	}
 	return rt
@@ -62,7 +61,7 @@ func closeIdle(es *exitState) {
 	}
 }
 
-func newExitTransport(e *Exit, template *http.Transport) *http.Transport {
+func newExitTransport(e *Exit, template *http.Transport, resolver *net.Resolver) *http.Transport {
 	tr := template.Clone()
 	label := e.label
 	tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
@@ -74,7 +73,7 @@ func newExitTransport(e *Exit, template *http.Transport) *http.Transport {
 	switch e.u.Scheme {
 	case SchemeSOCKS5, SchemeSOCKS5H:
 		tr.Proxy = nil
-		tr.DialContext = socksDialer(e, template)
+		tr.DialContext = socksDialer(e, template, resolver)
 	default:
 		tr.Proxy = http.ProxyURL(e.ProxyURL())
 	}
@@ -93,8 +92,10 @@ func (f forwardDialer) DialContext(ctx context.Context, network, addr string) (n
 }
 
 // socksDialer dials through the exit's SOCKS5 proxy. socks5h hands the origin's name to the proxy;
-// socks5 resolves it here first.
-func socksDialer(e *Exit, template *http.Transport) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// socks5 resolves it here first. A proxy that turns the credentials down fails the dial with a
+// *socksAuthError, told from the SOCKS5 replies themselves (socksWatch), not from x/net/proxy's
+// message text.
+func socksDialer(e *Exit, template *http.Transport, resolver *net.Resolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	var auth *proxy.Auth
 	if e.u.User != nil {
 		pass, _ := e.u.User.Password()
@@ -104,13 +105,6 @@ func socksDialer(e *Exit, template *http.Transport) func(ctx context.Context, ne
 	if forward == nil {
 		forward = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
 	}
-	d, err := proxy.SOCKS5("tcp", e.u.Host, auth, forwardDialer(forward))
-	if err != nil {
-		return func(context.Context, string, string) (net.Conn, error) {
-			return nil, fmt.Errorf("transport: exit %s: socks5: %w", e.label, errors.Unwrap(err))
-		}
-	}
-	cd := d.(proxy.ContextDialer)
 	localDNS := e.u.Scheme == SchemeSOCKS5
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if localDNS {
@@ -119,7 +113,7 @@ func socksDialer(e *Exit, template *http.Transport) func(ctx context.Context, ne
 				return nil, err
 			}
 			if net.ParseIP(host) == nil {
-				ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+				ips, err := resolver.LookupIPAddr(ctx, host)
 				if err != nil {
 					return nil, &originDNSError{err}
 				}
@@ -129,6 +123,77 @@ func socksDialer(e *Exit, template *http.Transport) func(ctx context.Context, ne
 				addr = net.JoinHostPort(ips[0].IP.String(), port)
 			}
 		}
-		return cd.DialContext(ctx, network, addr)
+		// A dialer per connection, so that this dial's handshake is the one watched. proxy.SOCKS5
+		// only allocates; the TCP and SOCKS handshakes that follow cost far more.
+		var watch *socksWatch
+		d, err := proxy.SOCKS5("tcp", e.u.Host, auth, forwardDialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := forward(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			watch = &socksWatch{Conn: c, userPass: auth != nil}
+			return watch, nil
+		}))
+		if err != nil { // only for an unknown network, which net/http never asks for
+			return nil, fmt.Errorf("transport: exit %s: socks5: %w", e.label, err)
+		}
+		c, err := d.(proxy.ContextDialer).DialContext(ctx, network, addr)
+		if err != nil && watch != nil && watch.authRejected() {
+			return nil, &socksAuthError{exit: e.label, err: err}
+		}
+		return c, err
 	}
+}
+
+// socksWatch is the connection to a SOCKS5 proxy, watching the first bytes the proxy sends: its
+// method selection (RFC 1928: VER METHOD) and, when credentials were offered and it chose
+// username/password, the status of the credential check (RFC 1929: VER STATUS). After those it
+// only passes reads on. The dialing goroutine reads during the handshake and looks at the result
+// after it; the connection changes hands only afterwards.
+type socksWatch struct {
+	net.Conn
+	userPass bool // credentials were offered
+	seen     [4]byte
+	n        int  // bytes of seen filled
+	done     bool // nothing more to watch
+}
+
+// SOCKS5 values socksWatch looks for.
+const (
+	socksMethodUserPass     = 0x02
+	socksMethodNoAcceptable = 0xFF
+	socksUserPassVersion    = 0x01
+	socksUserPassOK         = 0x00
+)
+
+func (w *socksWatch) Read(b []byte) (int, error) {
+	n, err := w.Conn.Read(b)
+	if !w.done {
+		w.observe(b[:n])
+	}
+	return n, err
+}
+
+// observe records the handshake bytes in p, which follow those already seen.
+func (w *socksWatch) observe(p []byte) {
+	w.n += copy(w.seen[w.n:], p)
+	if w.n == len(w.seen) || (w.n >= 2 && (!w.userPass || w.seen[1] != socksMethodUserPass)) {
+		w.done = true // the status is in, or there is no credential check to watch
+	}
+}
+
+// authRejected reports whether the proxy refused every authentication method offered (which, with
+// credentials offered, means it wants others; without, that it wants some), or checked the
+// credentials and failed them.
+func (w *socksWatch) authRejected() bool {
+	if w.n < 2 {
+		return false
+	}
+	switch w.seen[1] {
+	case socksMethodNoAcceptable:
+		return true
+	case socksMethodUserPass:
+		return w.userPass && w.n == len(w.seen) && w.seen[2] == socksUserPassVersion && w.seen[3] != socksUserPassOK
+	}
+	return false
 }

@@ -131,6 +131,20 @@ type originDNSError struct{ err error }
 func (e *originDNSError) Error() string { return "transport: origin name lookup: " + e.err.Error() }
 func (e *originDNSError) Unwrap() error { return e.err }
 
+// socksAuthError marks a SOCKS5 proxy that rejected the exit's credentials (RFC 1929 status other
+// than success) or accepted none of the authentication methods offered: the SOCKS form of a 407.
+// The base transport recognises it from the proxy's replies, since x/net/proxy reports it only as
+// message text.
+type socksAuthError struct {
+	exit string // the exit's label
+	err  error
+}
+
+func (e *socksAuthError) Error() string {
+	return "transport: exit " + e.exit + ": socks5 proxy rejected the credentials: " + e.err.Error()
+}
+func (e *socksAuthError) Unwrap() error { return e.err }
+
 func classifyError(a *Attempt) Verdict {
 	err := a.Err
 	if a.CallerDone {
@@ -151,6 +165,10 @@ func classifyError(a *Attempt) Verdict {
 			return Verdict{Outcome: Transient, Class: ClassUpstream, Soft: true}
 		}
 		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyConnect}
+	}
+	var sae *socksAuthError
+	if errors.As(err, &sae) {
+		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}
 	}
 	var odns *originDNSError
 	if errors.As(err, &odns) {

@@ -34,6 +34,7 @@
 //	500 and other 5xx from the origin                    neutral     -
 //	407 from the proxy (plain HTTP or CONNECT)           permanent   exit
 //	401 in answer to a CONNECT (only the proxy answers)  permanent   exit
+//	SOCKS5 credentials rejected, or no method accepted   permanent   exit
 //	gateway refused, proxy DNS failure, CONNECT refused  permanent   exit
 //	the caller's context cancelled or past its deadline  neutral     -
 //

@@ -3,6 +3,7 @@ package transport
 import (
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"time"
 
@@ -74,6 +75,7 @@ type config struct {
 	maxSessions   int
 	pool          *Pool
 	gate          *ratelimit.Gate
+	resolver      *net.Resolver
 	poolOptions   []string // names of pool options given, to reject them beside WithPool
 }
 
@@ -86,6 +88,7 @@ func newConfig(opts []Option) (*config, error) {
 		headerTimeout: DefaultHeaderTimeout,
 		idleTTL:       DefaultIdleTTL,
 		rand:          rand.Uint64,
+		resolver:      net.DefaultResolver,
 		maxSessions:   DefaultMaxSessions,
 	}
 	for _, o := range opts {
@@ -184,6 +187,18 @@ func WithBaseTemplate(t *http.Transport) Option {
 			return fmt.Errorf("transport: WithBaseTemplate: nil template")
 		}
 		c.template = t
+		return nil
+	})
+}
+
+// WithResolver sets the resolver socks5:// exits look origin names up with (socks5h:// exits leave
+// that to the proxy; HTTP proxies resolve names themselves). Default net.DefaultResolver.
+func WithResolver(r *net.Resolver) Option {
+	return optionFunc(func(c *config) error {
+		if r == nil {
+			return fmt.Errorf("transport: WithResolver: nil resolver")
+		}
+		c.resolver = r
 		return nil
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ type Transport struct {
 	classifier    Classifier
 	base          http.RoundTripper // nil: one *http.Transport per exit, from template
 	template      *http.Transport
+	resolver      *net.Resolver
 	originKey     OriginFunc
 	headerTimeout time.Duration
 	clock         clock.Clock
@@ -68,7 +70,7 @@ func New(opts ...Option) (*Transport, error) {
 		return nil, fmt.Errorf("transport: WithPool cannot be combined with pool options (%v): configure the pool itself", c.poolOptions)
 	}
 	t := &Transport{
-		pool: pool, classifier: c.classifier, base: c.base, template: c.template,
+		pool: pool, classifier: c.classifier, base: c.base, template: c.template, resolver: c.resolver,
 		originKey: c.originKey, headerTimeout: c.headerTimeout, clock: pool.clock, obs: pool.obs,
 	}
 	if t.template == nil {
@@ -205,7 +207,7 @@ func (t *Transport) roundTripper(es *exitState) http.RoundTripper {
 	if t.base != nil {
 		return t.base
 	}
-	return exitTransport(es, t.template)
+	return exitTransport(es, t.template, t.resolver)
 }
 
 func closeRequestBody(req *http.Request) {

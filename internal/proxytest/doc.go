@@ -13,10 +13,14 @@
 // answered 200 and then spliced byte for byte, so TLS, and HTTP/2 negotiated by ALPN, run end to
 // end between the client and the origin.
 //
-// Config turns a proxy into the failures a breaker has to see: Basic proxy authentication (407),
-// a proxy that accepts connections and never answers (Hang), a tunnel that opens and then never
-// carries a byte (HangAfterConnect), and added Latency. ClosedAddr gives an address where nothing
-// listens, for a proxy that refuses connections.
+// With Config.SOCKS5 the listener speaks SOCKS5 instead (RFC 1928, with RFC 1929
+// username/password authentication): one CONNECT per connection, answered and then spliced like a
+// CONNECT tunnel, for socks5:// and socks5h:// exits.
+//
+// Config turns a proxy into the failures a breaker has to see: proxy authentication (407; for
+// SOCKS5, status 0x01), a proxy that accepts connections and never answers (Hang), a tunnel that
+// opens and then never carries a byte (HangAfterConnect), and added Latency. ClosedAddr gives an
+// address where nothing listens, for a proxy that refuses connections.
 //
 // A Registry shared by several proxies and an origin lets the origin tell which proxy carried each
 // request: the proxy records both ends of every upstream connection it dials before it sends a byte

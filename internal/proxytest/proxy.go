@@ -26,20 +26,29 @@ type Config struct {
 	// Registry is set.
 	Name string
 
+	// SOCKS5 makes the listener speak SOCKS5 (RFC 1928) instead of HTTP proxying: the CONNECT
+	// command only, to an IPv4 or IPv6 loopback address or the name "localhost" (taken as
+	// 127.0.0.1 without a resolver); any other target is answered "connection not allowed by
+	// ruleset" (0x02). User and Pass then make it demand RFC 1929 username/password
+	// authentication, and nothing else: wrong credentials get status 0x01 and the connection is
+	// closed; a client that offers no username/password method gets "no acceptable methods".
+	// Hang, HangAfterConnect, Latency and Registry work as for HTTP proxying.
+	SOCKS5 bool
+
 	// User and Pass, when User is not empty, make the proxy demand Basic credentials in the
 	// Proxy-Authorization header of every plain HTTP and CONNECT request. A request without them,
 	// or with others, is answered 407 with Proxy-Authenticate: Basic realm="proxytest" and the
 	// connection is closed. User must not contain a colon; Pass may be empty; Pass without User
-	// is an error.
+	// is an error. With SOCKS5, User and Pass are at most 255 bytes each.
 	User, Pass string
 
 	// Hang makes the proxy accept TCP connections and never answer: it reads and discards what
 	// the client sends until the client hangs up or the proxy is closed.
 	Hang bool
 
-	// HangAfterConnect makes the proxy answer CONNECT requests 200 without dialing the target
-	// and then never relay anything, a tunnel in which TLS never completes. Plain HTTP requests
-	// are still forwarded. Mutually exclusive with Hang.
+	// HangAfterConnect makes the proxy answer CONNECT requests 200 (SOCKS5: succeeded) without
+	// dialing the target and then never relay anything, a tunnel in which TLS never completes.
+	// Plain HTTP requests are still forwarded. Mutually exclusive with Hang.
 	HangAfterConnect bool
 
 	// Registry, when set, records the local address of every upstream connection the proxy dials
@@ -63,6 +72,8 @@ func (c Config) validate() error {
 		return errors.New("proxytest: config: Registry set without Name")
 	case c.Latency < 0:
 		return errors.New("proxytest: config: negative Latency " + c.Latency.String())
+	case c.SOCKS5 && (len(c.User) > 255 || len(c.Pass) > 255):
+		return errors.New("proxytest: config: SOCKS5 User or Pass longer than 255 bytes")
 	}
 	return nil
 }
@@ -117,11 +128,11 @@ func Start(cfg Config) (*Proxy, error) {
 // Addr returns the address the proxy listens on, "127.0.0.1:PORT".
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// URL returns a new http://127.0.0.1:PORT URL for the proxy, carrying Config.User and Config.Pass
-// as its user information when User is set: the credentials a client should use. Pass it to
-// http.ProxyURL.
+// URL returns a new http://127.0.0.1:PORT URL for the proxy (socks5://127.0.0.1:PORT with
+// Config.SOCKS5), carrying Config.User and Config.Pass as its user information when User is set:
+// the credentials a client should use. Pass it to http.ProxyURL.
 func (p *Proxy) URL() *url.URL {
-	u := &url.URL{Scheme: "http", Host: p.Addr()}
+	u := &url.URL{Scheme: p.scheme(), Host: p.Addr()}
 	if p.cfg.User != "" {
 		u.User = url.UserPassword(p.cfg.User, p.cfg.Pass)
 	}
@@ -131,21 +142,32 @@ func (p *Proxy) URL() *url.URL {
 // URLWithCredentials returns a new URL for the proxy carrying user and pass, whatever the proxy
 // expects; use it to send wrong credentials.
 func (p *Proxy) URLWithCredentials(user, pass string) *url.URL {
-	return &url.URL{Scheme: "http", Host: p.Addr(), User: url.UserPassword(user, pass)}
+	return &url.URL{Scheme: p.scheme(), Host: p.Addr(), User: url.UserPassword(user, pass)}
+}
+
+// scheme is the URL scheme of the protocol the proxy speaks.
+func (p *Proxy) scheme() string {
+	if p.cfg.SOCKS5 {
+		return "socks5"
+	}
+	return "http"
 }
 
 // Requests reports how many plain HTTP requests the proxy has forwarded to a target. A request
-// counts once its upstream connection is open, before its response arrives.
+// counts once its upstream connection is open, before its response arrives. A SOCKS5 proxy
+// forwards none.
 func (p *Proxy) Requests() int64 { return p.requests.Load() }
 
-// Connects reports how many CONNECT requests the proxy has answered 200, including the tunnels
-// that Config.HangAfterConnect leaves silent. A tunnel counts before the client reads the 200.
+// Connects reports how many CONNECT requests the proxy has answered 200 (SOCKS5: succeeded),
+// including the tunnels that Config.HangAfterConnect leaves silent. A tunnel counts before the
+// client reads the reply.
 func (p *Proxy) Connects() int64 { return p.connects.Load() }
 
 // Rejected reports how many requests the proxy has refused without contacting a target: 407 for
 // missing or wrong credentials, 403 for a target off the loopback interface, 400 for a request it
 // cannot parse. Dial failures (502) are not rejections. A request counts before its response is
-// written.
+// written. A SOCKS5 proxy counts its refusals alike: no acceptable method, wrong credentials, a
+// target that is not allowed, a command or address type it does not support, a malformed message.
 func (p *Proxy) Rejected() int64 { return p.rejected.Load() }
 
 // Close stops the proxy: it closes the listener and every client and upstream connection, and

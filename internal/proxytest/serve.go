@@ -18,10 +18,14 @@ import (
 const realm = "proxytest"
 
 // serve handles one client connection: a keep-alive series of plain HTTP requests, or one CONNECT
-// request followed by its tunnel.
+// request followed by its tunnel, or (Config.SOCKS5) one SOCKS5 session.
 func (p *Proxy) serve(c net.Conn) {
 	if p.cfg.Hang {
 		drain(c)
+		return
+	}
+	if p.cfg.SOCKS5 {
+		p.serveSOCKS(c)
 		return
 	}
 	br := bufio.NewReader(c)
