@@ -105,3 +105,29 @@ type Snapshot struct {
 	LastFailure      string    `json:"last_failure,omitempty"`
 	LastFailureAt    time.Time `json:"last_failure_at,omitzero"`
 }
+
+// CauseRestored is the cause of a transition made by Restore: state loaded from a store or
+// learned from another member of a fleet.
+const CauseRestored Cause = "restored"
+
+// Saved is the part of a breaker's state worth keeping across a restart or sharing with a fleet:
+// enough for an OPEN breaker to keep its remaining window and its trip count, for a parked one to
+// stay parked, and for the backoff level to go on decaying. Instants are absolute. It marshals to
+// JSON.
+type Saved struct {
+	// State is Closed or Open; a HALF_OPEN breaker is saved as Open with NextProbe reached.
+	State       State     `json:"state"`
+	Parked      bool      `json:"parked,omitempty"`
+	Level       int       `json:"level,omitempty"`
+	Trips       uint32    `json:"trips,omitempty"`
+	NextProbe   time.Time `json:"next_probe,omitzero"`
+	ClosedAt    time.Time `json:"closed_at,omitzero"`
+	LastFailure string    `json:"last_failure,omitempty"`
+	// Changed is when the breaker last changed state: of two Saved values for one key, the later
+	// one wins (see Breaker.Restore).
+	Changed time.Time `json:"changed,omitzero"`
+}
+
+// Worth reports whether s holds anything a fresh breaker would not: a state other than CLOSED, or
+// a backoff level not yet decayed.
+func (s Saved) Worth() bool { return s.State != Closed || s.Level > 0 }

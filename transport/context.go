@@ -13,7 +13,17 @@ const (
 	attemptKey
 	sessionKey
 	retryKey
+	pinKey
 )
+
+// PinExit returns a context whose requests go through the exit labelled label and no other: if
+// that exit's breakers or buckets do not admit the request, RoundTrip fails (or waits for the
+// exit's token) rather than picking another. It takes the exit's permits by the same path as any
+// request, so a reheat loop that probes through it never holds a probe slot twice, and never
+// competes unfairly with live traffic for one.
+func PinExit(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, pinKey, label)
+}
 
 // ExitFromContext returns the exit the transport picked for the request whose context this is.
 // A custom base RoundTripper (WithBase) must send the request through it.

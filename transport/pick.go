@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
@@ -85,6 +86,16 @@ func (p *Pool) pickOnce(ctx context.Context, now time.Time, originKey string) (t
 		originPm.Release(now)
 		return ticket{}, at, "origin", nil
 	}
+	if label, pinned := ctx.Value(pinKey).(string); pinned {
+		t, tokenAt, scope, err := p.pickPinned(now, o, originKey, label)
+		if err != nil || !tokenAt.IsZero() {
+			originPm.Release(now)
+			return ticket{}, tokenAt, scope, err
+		}
+		t.originPm = originPm
+		t.would = t.would || guardWould
+		return t, time.Time{}, "", nil
+	}
 	memo := retryMemoFrom(ctx)
 	session, _ := ctx.Value(sessionKey).(string)
 	var c choice
@@ -137,6 +148,38 @@ func (p *Pool) pickOnce(ctx context.Context, now time.Time, originKey string) (t
 		return ticket{}, c.tokenAt, c.tokenScope, nil
 	}
 	return ticket{}, time.Time{}, "", &NoHealthyExitError{Origin: originKey, Exits: len(p.set.Load().all), RetryIn: untilPositive(c.probeAt, now)}
+}
+
+// pickPinned is pickOnce for a request pinned to the exit labelled label (PinExit).
+func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string) (ticket, time.Time, string, error) {
+	set := p.set.Load()
+	es := set.byLabel[label]
+	if es == nil {
+		return ticket{}, time.Time{}, "", fmt.Errorf("transport: PinExit: no exit labelled %q", RedactRaw(label))
+	}
+	pos := set.where[es.id]
+	g := &set.groups[pos.group]
+	ok, at, scope := p.ready(now, o, g, pos.index, nil)
+	if !ok && scope != "" {
+		return ticket{}, at, scope, nil
+	}
+	refuse := &NoHealthyExitError{Origin: originKey, Exits: 1, RetryIn: untilPositive(at, now)}
+	if !ok {
+		return ticket{}, time.Time{}, "", refuse
+	}
+	t, ok := p.acquire(now, o, es)
+	if !ok {
+		return ticket{}, time.Time{}, "", refuse // another request took the probe slot
+	}
+	if !p.takeTokens(now, &t) {
+		p.unacquire(now, &t)
+		_, at, scope := p.tokensReady(now, o, g, pos.index)
+		if at.IsZero() { // the token went between peek and take: look again at once
+			at, scope = now, "exit"
+		}
+		return ticket{}, at, scope, nil
+	}
+	return t, time.Time{}, "", nil
 }
 
 // liveOrigin returns the state for originKey, never one a sweep has dropped.

@@ -75,8 +75,11 @@ type exitSet struct {
 	all     []*exitState
 	byLabel map[string]*exitState
 	byID    map[uint32]*exitState
-	groups  []tierGroup // by ascending tier; one group of everything when tiers are ignored
+	where   map[uint32]exitPos // group and index of each exit, for picks pinned to one exit
+	groups  []tierGroup        // by ascending tier; one group of everything when tiers are ignored
 }
+
+type exitPos struct{ group, index int }
 
 type tierGroup struct {
 	tier  int
@@ -260,6 +263,12 @@ func (p *Pool) buildSet(all []*exitState) *exitSet {
 		s.groups = append(s.groups, g)
 	}
 	slices.SortFunc(s.groups, func(a, b tierGroup) int { return cmp.Compare(a.tier, b.tier) })
+	s.where = make(map[uint32]exitPos, len(all))
+	for gi, g := range s.groups {
+		for i, id := range g.ids {
+			s.where[id] = exitPos{gi, i}
+		}
+	}
 	return s
 }
 

@@ -1,6 +1,9 @@
 package transport
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Outcome is what an attempt says about the exit that carried it.
 type Outcome uint8
@@ -48,6 +51,17 @@ func (s Scope) String() string {
 
 // MarshalText encodes a Scope as its String form.
 func (s Scope) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText decodes the String form of a Scope.
+func (s *Scope) UnmarshalText(b []byte) error {
+	for i, name := range scopeNames {
+		if string(b) == name {
+			*s = Scope(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("transport: unknown scope %q", b)
+}
 
 // Class is a short, low-cardinality name for what happened, fit for a metric label.
 type Class string

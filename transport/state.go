@@ -1,0 +1,181 @@
+package transport
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+)
+
+// StateVersion is the version of the State format SaveState writes and RestoreState reads.
+const StateVersion = 1
+
+// State is the part of a pool's breakers worth keeping across a restart or handing to another
+// process: every breaker that is not CLOSED or whose backoff level has not decayed, keyed by exit
+// label and origin. It marshals to JSON and holds no credentials.
+type State struct {
+	Version  int            `json:"version"`
+	Saved    time.Time      `json:"saved"`
+	Breakers []SavedBreaker `json:"breakers"`
+}
+
+// SavedBreaker is one breaker's saved state with its key: the exit's label for ScopeExit, the
+// origin for ScopeOrigin, both for ScopePair.
+type SavedBreaker struct {
+	Scope  Scope  `json:"scope"`
+	Exit   string `json:"exit,omitempty"`
+	Origin string `json:"origin,omitempty"`
+	breaker.Saved
+}
+
+// SaveState returns the state of every breaker worth keeping at now, sorted by scope, exit and
+// origin.
+func (p *Pool) SaveState(now time.Time) State {
+	st := State{Version: StateVersion, Saved: now}
+	for _, es := range p.set.Load().all {
+		if s := es.wide.Save(now); s.Worth() {
+			st.Breakers = append(st.Breakers, SavedBreaker{Scope: ScopeExit, Exit: es.exit.label, Saved: s})
+		}
+	}
+	p.omu.RLock()
+	origins := make([]*originState, 0, len(p.origins))
+	for _, o := range p.origins {
+		origins = append(origins, o)
+	}
+	p.omu.RUnlock()
+	for _, o := range origins {
+		o.mu.RLock()
+		for _, pr := range o.pairs {
+			if pr.exit.removed.Load() {
+				continue
+			}
+			if s := pr.b.Save(now); s.Worth() {
+				st.Breakers = append(st.Breakers, SavedBreaker{Scope: ScopePair, Exit: pr.exit.exit.label, Origin: o.key, Saved: s})
+			}
+		}
+		o.mu.RUnlock()
+		if s := o.guard.b.Save(now); s.Worth() {
+			st.Breakers = append(st.Breakers, SavedBreaker{Scope: ScopeOrigin, Origin: o.key, Saved: s})
+		}
+	}
+	slices.SortFunc(st.Breakers, func(a, b SavedBreaker) int {
+		return cmp.Or(cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Exit, b.Exit), cmp.Compare(a.Origin, b.Origin))
+	})
+	return st
+}
+
+// RestoreState applies a saved State at now: each breaker takes its saved state unless it has
+// changed state since (breaker.Breaker.Restore). Entries for exits the pool does not have are
+// skipped and counted. An OPEN pair keeps its remaining window and trip count; a parked exit stays
+// parked; an entry whose window has passed admits a probe at once. A State of another version is
+// an error, and nothing is applied.
+func (p *Pool) RestoreState(now time.Time, s State) (applied, skipped int, err error) {
+	if s.Version != StateVersion {
+		return 0, 0, fmt.Errorf("transport: state version %d, want %d", s.Version, StateVersion)
+	}
+	for _, sb := range s.Breakers {
+		ok, known := p.apply(now, sb)
+		switch {
+		case !known:
+			skipped++
+		case ok:
+			applied++
+		}
+	}
+	return applied, skipped, nil
+}
+
+// Apply applies one saved breaker at now, as RestoreState does: a store or a fleet member
+// delivering another process's news. It reports whether the breaker changed.
+func (p *Pool) Apply(now time.Time, sb SavedBreaker) bool {
+	ok, _ := p.apply(now, sb)
+	return ok
+}
+
+func (p *Pool) apply(now time.Time, sb SavedBreaker) (changed, known bool) {
+	switch sb.Scope {
+	case ScopeOrigin:
+		if sb.Origin == "" {
+			return false, false
+		}
+		return p.liveOrigin(sb.Origin).guard.b.Restore(now, sb.Saved), true
+	case ScopeExit, ScopePair:
+	default:
+		return false, false
+	}
+	es := p.set.Load().byLabel[sb.Exit]
+	if es == nil {
+		return false, false
+	}
+	if sb.Scope == ScopeExit {
+		return es.wide.Restore(now, sb.Saved), true
+	}
+	if sb.Origin == "" {
+		return false, false
+	}
+	for range 3 {
+		if pr, alive := p.pairFor(p.liveOrigin(sb.Origin), es); alive {
+			return pr.b.Restore(now, sb.Saved), true
+		}
+	}
+	return false, true
+}
+
+// ProbeTarget is a breaker whose cooldown has ended and that has a probe slot free: work for a
+// reheat loop when no traffic happens to probe it. Exit is nil for ScopeOrigin; Origin is empty
+// for ScopeExit.
+type ProbeTarget struct {
+	Scope  Scope
+	Exit   *Exit
+	Origin string
+}
+
+// DueProbes lists, at now, the breakers that would admit a probe: OPEN with their cooldown over
+// (or HALF_OPEN with a slot free). It changes nothing; a prober sends each probe through the
+// transport with PinExit, so it takes the slot by the same path a live request would.
+func (p *Pool) DueProbes(now time.Time) []ProbeTarget {
+	var out []ProbeTarget
+	due := func(b *breaker.Breaker) bool {
+		if b.State(now) != breaker.HalfOpen {
+			return false
+		}
+		ok, _ := b.Ready(now)
+		return ok
+	}
+	for _, es := range p.set.Load().all {
+		if p.exitOpen.get(es.id) && due(es.wide) {
+			out = append(out, ProbeTarget{Scope: ScopeExit, Exit: es.exit})
+		}
+	}
+	p.omu.RLock()
+	origins := make([]*originState, 0, len(p.origins))
+	for _, o := range p.origins {
+		origins = append(origins, o)
+	}
+	p.omu.RUnlock()
+	for _, o := range origins {
+		o.mu.RLock()
+		for id, pr := range o.pairs {
+			if o.open.get(id) && !pr.exit.removed.Load() && due(pr.b) {
+				out = append(out, ProbeTarget{Scope: ScopePair, Exit: pr.exit.exit, Origin: o.key})
+			}
+		}
+		o.mu.RUnlock()
+		if due(o.guard.b) {
+			out = append(out, ProbeTarget{Scope: ScopeOrigin, Origin: o.key})
+		}
+	}
+	slices.SortFunc(out, func(a, b ProbeTarget) int {
+		la, lb := "", ""
+		if a.Exit != nil {
+			la = a.Exit.label
+		}
+		if b.Exit != nil {
+			lb = b.Exit.label
+		}
+		return cmp.Or(cmp.Compare(a.Scope, b.Scope), cmp.Compare(la, lb), cmp.Compare(a.Origin, b.Origin))
+	})
+	return out
+}
