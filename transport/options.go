@@ -76,6 +76,7 @@ type config struct {
 	pool          *Pool
 	gate          *ratelimit.Gate
 	resolver      *net.Resolver
+	claimer       ProbeClaimer
 	poolOptions   []string // names of pool options given, to reject them beside WithPool
 }
 

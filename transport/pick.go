@@ -77,7 +77,7 @@ const maxTokenWaits = 16
 func (p *Pool) pickOnce(ctx context.Context, now time.Time, originKey string) (t ticket, tokenAt time.Time, scope string, err error) {
 	p.maybeSweep(now)
 	o := p.liveOrigin(originKey)
-	originPm, err := o.guard.admit(now, originKey)
+	originPm, err := p.admitOrigin(now, o)
 	if err != nil && !p.dryRun {
 		return ticket{}, time.Time{}, "", err
 	}
@@ -124,7 +124,7 @@ func (p *Pool) pickOnce(ctx context.Context, now time.Time, originKey string) (t
 				round--
 				originPm.Release(now)
 				o = p.liveOrigin(originKey)
-				originPm, err = o.guard.admit(now, originKey)
+				originPm, err = p.admitOrigin(now, o)
 				if err != nil && !p.dryRun {
 					return ticket{}, time.Time{}, "", err
 				}
@@ -256,6 +256,11 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bo
 			}
 			t.would = true
 		}
+	}
+	if p.claimer != nil && !p.claimProbes(now, o, es, &t, lease) {
+		t.pairPm.Release(now)
+		t.exitPm.Release(now)
+		return ticket{}, false
 	}
 	p.inflight.add(id, 1)
 	return t, true

@@ -51,6 +51,7 @@ type Pool struct {
 	lazyPairs bool
 
 	gate       *ratelimit.Gate // nil: no rate limits (and no adaptation)
+	claimer    ProbeClaimer    // nil: probes are this pool's alone
 	throttleOb []ThrottleObserver
 
 	lastSweep atomic.Int64
@@ -117,6 +118,7 @@ func newPool(c *config) (*Pool, error) {
 		dryRun: c.dryRun, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
 		rand: c.rand, origins: make(map[string]*originState), lazyPairs: pairPol.Settings().FailureRatio == 0,
 		gate:     c.gate,
+		claimer:  c.claimer,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
 	}
 	if p.gate != nil && p.gate.PairsLimited() {
