@@ -1,0 +1,182 @@
+package transport
+
+import "time"
+
+// choice is what choose found: an exit, or when none is ready, the soonest instant a breaker may
+// admit a probe and the soonest a token comes for an exit whose breakers are ready.
+type choice struct {
+	exit       *exitState
+	probeAt    time.Time
+	tokenAt    time.Time
+	tokenScope string
+}
+
+// choose picks a ready exit: from the lowest tier that has one, by sampling, then by scanning.
+func (p *Pool) choose(now time.Time, o *originState, memo *retryMemo) choice {
+	set := p.set.Load()
+	var c choice
+	for pass := 0; pass < 2; pass++ {
+		avoid := memo
+		if pass == 1 {
+			if memo.empty() {
+				break
+			}
+			avoid = nil // only exits that already failed this request are left: use them
+		}
+		for gi := range set.groups {
+			g := &set.groups[gi]
+			if es := p.sample(g, now, o, avoid); es != nil {
+				return choice{exit: es}
+			}
+			if p.scan(g, now, o, avoid, &c); c.exit != nil {
+				return choice{exit: c.exit}
+			}
+		}
+	}
+	return c
+}
+
+// ready reports whether exit i of g may take a request for o now; if not, when that may change,
+// and whether only a token is missing (scope "exit" or "pair"; "" when a breaker refuses).
+// Buckets are peeked at only once the breakers would admit: an OPEN pair takes no token.
+func (p *Pool) ready(now time.Time, o *originState, g *tierGroup, i int, avoid *retryMemo) (bool, time.Time, string) {
+	if ok, at := p.breakersReady(now, o, g, i, avoid); !ok {
+		return false, at, ""
+	}
+	return p.tokensReady(now, o, g, i)
+}
+
+// breakersReady reports whether the breakers of exit i of g (its own and its pair's with o) would
+// admit a request now, and if not when that may change. The common case — both CLOSED — is
+// answered from two bit tables without touching the exit or the pair; only exits with a breaker
+// out of CLOSED are looked at closely.
+func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int, avoid *retryMemo) (bool, time.Time) {
+	id := g.ids[i]
+	if avoid != nil && avoid.avoids(id) {
+		return false, time.Time{}
+	}
+	if p.dryRun || (!p.exitOpen.get(id) && !o.open.get(id)) {
+		return true, time.Time{}
+	}
+	ok, at := g.exits[i].wide.Ready(now)
+	if pr := o.lookupPair(id); pr != nil {
+		pok, pat := pr.b.Ready(now)
+		if !ok && !pok && pat.After(at) {
+			at = pat // usable only once both breakers are: report the later instant
+		} else if ok && !pok {
+			ok, at = false, pat
+		}
+	}
+	return ok, at
+}
+
+// tokensReady peeks, taking nothing, at the buckets of exit i of g for o.
+func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (bool, time.Time, string) {
+	if g.buckets != nil {
+		if ok, at := g.buckets[i].Ready(now); !ok {
+			return false, at, "exit"
+		}
+	}
+	if o.limited.get(g.ids[i]) {
+		if pr := o.lookupPair(g.ids[i]); pr != nil {
+			if ok, at := pr.pace.Bucket().Ready(now); !ok {
+				return false, at, "pair"
+			}
+		}
+	}
+	return true, time.Time{}, ""
+}
+
+// draw returns the index of a random exit of g, by weight.
+func (p *Pool) draw(g *tierGroup) int {
+	r := p.rand()
+	if g.cum == nil {
+		return int(r % uint64(len(g.ids)))
+	}
+	total := g.cum[len(g.cum)-1]
+	x := float64(r>>11) / (1 << 53) * total
+	lo, hi := 0, len(g.cum)-1
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if g.cum[mid] <= x {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// sample draws up to sampleTries exits and returns a ready one: the first, or with LeastLoaded the
+// less loaded of the first two whose breakers admit — and only that one's buckets are peeked at
+// (then the other's), so a pick peeks at one bucket, not at every candidate's.
+func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *retryMemo) *exitState {
+	if len(g.ids) == 0 {
+		return nil
+	}
+	first := -1
+	for range sampleTries {
+		i := p.draw(g)
+		if ok, _ := p.breakersReady(now, o, g, i, avoid); !ok {
+			continue
+		}
+		if p.selection == Random || len(g.ids) == 1 {
+			if ok, _, _ := p.tokensReady(now, o, g, i); ok {
+				return g.exits[i]
+			}
+			continue
+		}
+		if first < 0 {
+			first = i
+			continue
+		}
+		a, b := first, i
+		if p.inflight.get(g.ids[b]) < p.inflight.get(g.ids[a]) {
+			a, b = b, a
+		}
+		for _, j := range [2]int{a, b} {
+			if ok, _, _ := p.tokensReady(now, o, g, j); ok {
+				return g.exits[j]
+			}
+		}
+		first = -1
+	}
+	if first >= 0 {
+		if ok, _, _ := p.tokensReady(now, o, g, first); ok {
+			return g.exits[first]
+		}
+	}
+	return nil
+}
+
+// scan visits every exit of g from a random start and picks a ready one at random (by weight)
+// into c.exit; when there is none it keeps in c the soonest instants a breaker or a token may
+// make one ready.
+func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *retryMemo, c *choice) {
+	n := len(g.ids)
+	if n == 0 {
+		return
+	}
+	start := int(p.rand() % uint64(n))
+	var total float64
+	for k := range n {
+		i := (start + k) % n
+		ok, at, scope := p.ready(now, o, g, i, avoid)
+		switch {
+		case ok:
+			// Weighted reservoir sampling: each ready exit ends up chosen with probability weight/total.
+			w := g.exits[i].exit.weight
+			total += w
+			if float64(p.rand()>>11)/(1<<53)*total < w {
+				c.exit = g.exits[i]
+			}
+		case at.IsZero():
+		case scope != "":
+			if c.tokenAt.IsZero() || at.Before(c.tokenAt) {
+				c.tokenAt, c.tokenScope = at, scope
+			}
+		case c.probeAt.IsZero() || at.Before(c.probeAt):
+			c.probeAt = at
+		}
+	}
+}
