@@ -2,7 +2,7 @@
 GO ?= go
 
 # Debian packages the integration tests exec: installed by `make test` when missing.
-APT_PACKAGES := tinyproxy
+APT_PACKAGES := tinyproxy redis-server prometheus
 
 .PHONY: demo test deps vet bench fuzz
 
@@ -33,6 +33,9 @@ bench:
 	$(GO) test -run '^$$' -bench '^BenchmarkPick$$/^exits=(10|1000)$$/' -benchmem -count 5 ./transport
 	$(GO) test -run '^$$' -bench '^BenchmarkPick$$/^exits=100000$$/' -benchmem -count 5 -benchtime 1000000x ./transport
 	$(GO) test -run '^$$' -bench '^Benchmark(Middleware|Loopback)$$' -benchmem -count 6 ./transport
+	$(GO) test -run '^$$' -bench '^BenchmarkRequestPath$$' -benchmem -count 6 ./store
+	$(GO) test -run '^$$' -bench '^BenchmarkFleetRateLimit$$' -benchmem -count 6 ./store/redis
+	$(GO) test -run '^$$' -bench '^BenchmarkObserver' -benchmem -count 6 ./otelbreaker
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s).
 FUZZTIME ?= 30s
@@ -44,3 +47,6 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSOCKSWatch$$' -fuzztime $(FUZZTIME) ./transport
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBasic$$' -fuzztime $(FUZZTIME) ./internal/proxytest
 	$(GO) test -run '^$$' -fuzz '^FuzzReadSOCKSRequest$$' -fuzztime $(FUZZTIME) ./internal/proxytest
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./store/redis
+	$(GO) test -run '^$$' -fuzz '^FuzzReadTargets$$' -fuzztime $(FUZZTIME) ./probe
+	$(GO) test -run '^$$' -fuzz '^FuzzNegotiation$$' -fuzztime $(FUZZTIME) ./statuspage

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"io"
+	"net/http"
 	"sync/atomic"
 	"time"
 )
@@ -14,7 +15,7 @@ type attempt struct {
 	t      *Transport
 	tk     ticket
 	info   AttemptInfo
-	parent context.Context // the caller's
+	caller *http.Request   // the caller's request: its context and Cancel channel say whether the caller gave up
 	ctx    context.Context // the attempt's: the caller's + exit + cancel + observers'
 	// actx and at live inside the attempt so that each request allocates them with it, not
 	// separately: actx is the context that carries the exit (ctx points to it unless an observer
@@ -58,7 +59,7 @@ func (a *attempt) Read(p []byte) (int, error) {
 		switch {
 		case err == io.EOF:
 			a.finish(a.verdict, a.status, nil)
-		case a.parent.Err() != nil:
+		case callerDone(a.caller):
 			a.finish(Verdict{Outcome: Neutral, Class: ClassCanceled}, a.status, err)
 		default:
 			a.finish(Verdict{Outcome: Transient, Class: ClassBodyRead, ConnLevel: true}, a.status, err)

@@ -96,7 +96,7 @@ func WithRetries(ctx context.Context) context.Context {
 // retryMemo remembers the last few exits that failed one logical request.
 type retryMemo struct {
 	mu     sync.Mutex
-	failed [4]uint32 // exit ids + 1; 0 = empty
+	failed [8]uint32 // exit ids + 1; 0 = empty
 	next   int
 }
 

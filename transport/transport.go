@@ -127,7 +127,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	now = tk.now // later than before if the request waited for a token
-	a := &attempt{t: t, tk: tk, parent: ctx, memo: retryMemoFrom(ctx)}
+	a := &attempt{t: t, tk: tk, caller: req, memo: retryMemoFrom(ctx)}
 	a.info = AttemptInfo{
 		Exit: tk.exit.exit, Origin: origin, Method: req.Method, At: now,
 		Probe:     tk.pairPm.Probe() || tk.exitPm.Probe() || tk.originPm.Probe(),
@@ -174,7 +174,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	at := &a.at
 	*at = Attempt{Request: out, Response: resp, Err: err, Exit: tk.exit.exit, Origin: origin}
 	at.Now = t.clock.Now()
-	at.CallerDone = ctx.Err() != nil
+	at.CallerDone = callerDone(req)
 	at.TimedOut = context.Cause(cctx) == errHeaderTimeout
 	if at.TimedOut && err != nil {
 		err = errHeaderTimeout // not the context.Canceled net/http reports: the caller cancelled nothing
@@ -182,7 +182,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	v := t.classifier.Classify(at)
 	resp = at.Response
-	if a.timer != nil && !a.timer.Stop() && resp != nil && ctx.Err() == nil {
+	if a.timer != nil && !a.timer.Stop() && resp != nil && !callerDone(req) {
 		// The header timeout fired while the classifier peeked at the body: the body is dead.
 		resp.Body.Close()
 		resp, err = nil, errHeaderTimeout
@@ -208,6 +208,23 @@ func (t *Transport) roundTripper(es *exitState) http.RoundTripper {
 		return t.base
 	}
 	return exitTransport(es, t.template, t.resolver)
+}
+
+// callerDone reports whether the caller gave up on req: its context ended, or (for callers such
+// as http.Client with a Timeout, which also closes the deprecated Request.Cancel channel of a
+// RoundTripper it does not recognise) its Cancel channel closed.
+func callerDone(req *http.Request) bool {
+	if req.Context().Err() != nil {
+		return true
+	}
+	if req.Cancel != nil {
+		select {
+		case <-req.Cancel:
+			return true
+		default:
+		}
+	}
+	return false
 }
 
 func closeRequestBody(req *http.Request) {

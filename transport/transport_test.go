@@ -599,3 +599,39 @@ func TestVerdictFromResponse(t *testing.T) {
 		t.Errorf("VerdictFromResponse of a response that did not come through a Transport: ok = true")
 	}
 }
+
+// cancelAwareBase hangs until the request's context ends or its deprecated Cancel channel closes,
+// as net/http's Transport does, and reports which.
+type cancelAwareBase struct{}
+
+func (cancelAwareBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	select {
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	case <-r.Cancel:
+		return nil, errors.New("net/http: request canceled")
+	}
+}
+
+// Regression: http.Client.Timeout, for a RoundTripper net/http does not recognise, closes
+// Request.Cancel as well as ending the context; when the channel won, the caller's timeout was
+// blamed on the exit.
+func TestClientTimeoutIsTheCallers(t *testing.T) {
+	tr, err := transport.New(transport.WithExits(scriptedExits("x", 1)...), transport.WithBase(cancelAwareBase{}),
+		transport.WithHeaderTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	c := &http.Client{Transport: tr, Timeout: 20 * time.Millisecond}
+	for i := range 20 {
+		if _, err := c.Get(trURLA); err == nil {
+			t.Fatalf("request %d: want the client's timeout", i)
+		}
+	}
+	for _, p := range tr.Pool().Snapshot().Pairs {
+		if p.Breaker.FailuresInWindow > 0 || p.Breaker.Trips > 0 {
+			t.Errorf("pair %s/%s counted the client's timeouts: %+v", p.Exit, p.Origin, p.Breaker)
+		}
+	}
+}

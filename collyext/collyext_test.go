@@ -1,0 +1,423 @@
+package collyext_test
+
+import (
+	"errors"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocolly/colly/v2"
+	"github.com/gocolly/colly/v2/proxy"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/collyext"
+	"github.com/proxybreaker/proxybreaker/retry"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// failures collects what RetryOnError gives up on.
+type failures struct {
+	mu   sync.Mutex
+	errs []error
+	resp []*colly.Response
+}
+
+func (f *failures) giveUp(r *colly.Response, err error) {
+	f.mu.Lock()
+	f.errs = append(f.errs, err)
+	f.resp = append(f.resp, r)
+	f.mu.Unlock()
+}
+
+func (f *failures) get() ([]error, []*colly.Response) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]error(nil), f.errs...), append([]*colly.Response(nil), f.resp...)
+}
+
+// setup starts s's exits, a transport over them and a sync collector attached to it, with
+// RetryOnError reporting to the returned failures.
+func setup(t *testing.T, s *site, specs []exitSpec, set collyext.Settings, opts ...transport.Option) (*colly.Collector, *collyext.Extension, *failures) {
+	t.Helper()
+	exits, _ := startExits(t, s, specs)
+	tr := newTransport(t, s, exits, opts...)
+	c := colly.NewCollector()
+	ext, err := collyext.Attach(c, tr, set)
+	if err != nil {
+		t.Fatalf("Attach = %v", err)
+	}
+	f := &failures{}
+	c.OnError(ext.RetryOnError(f.giveUp))
+	return c, ext, f
+}
+
+func TestAttachValidates(t *testing.T) {
+	tr, err := transport.New(transport.WithExits(transport.MustParseExit("http://10.0.0.1:3128")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tests := []struct {
+		c    *colly.Collector
+		tr   *transport.Transport
+		s    collyext.Settings
+		want string
+	}{
+		{nil, tr, collyext.Settings{}, "nil collector"},
+		{colly.NewCollector(), nil, collyext.Settings{}, "nil transport"},
+		{colly.NewCollector(), tr, collyext.Settings{MinDelay: -1}, "MinDelay"},
+		{colly.NewCollector(), tr, collyext.Settings{MaxDelay: -1}, "MaxDelay"},
+		{colly.NewCollector(), tr, collyext.Settings{MinDelay: time.Second, MaxDelay: time.Millisecond}, "shorter than MinDelay"},
+		{colly.NewCollector(), tr, collyext.Settings{MaxTracked: -1}, "MaxTracked"},
+	}
+	for i, tt := range tests {
+		if _, err := collyext.Attach(tt.c, tt.tr, tt.s); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%d: Attach(%+v) = %v, want an error saying %q", i, tt.s, err, tt.want)
+		}
+	}
+	ext, err := collyext.Attach(colly.NewCollector(), tr, collyext.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ext.Settings()
+	if s.Retries != collyext.DefaultRetries || s.MinDelay != collyext.DefaultMinDelay || s.MaxDelay != collyext.DefaultMaxDelay ||
+		s.MaxTracked != collyext.DefaultMaxTracked || s.Clock == nil || s.Rand == nil || ext.Transport() != tr {
+		t.Errorf("Settings() = %+v, want the defaults", s)
+	}
+}
+
+// SetProxyFunc after Attach would route around the pool: every request fails instead, and the
+// proxy it names sees nothing.
+func TestSetProxyFuncAfterAttachFails(t *testing.T) {
+	for _, name := range []string{"SetProxyFunc", "SetProxy"} {
+		t.Run(name, func(t *testing.T) {
+			s := newSite(t, 3, false)
+			c, _, f := setup(t, s, []exitSpec{{name: "ok-1"}, {name: "other"}}, collyext.Settings{})
+			_, proxies := startExits(t, s, []exitSpec{{name: "bypass"}})
+			bypass := proxies["bypass"]
+			if name == "SetProxy" {
+				if err := c.SetProxy(bypass.URL().String()); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				rr, err := proxy.RoundRobinProxySwitcher(bypass.URL().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.SetProxyFunc(rr)
+			}
+			err := c.Visit(s.url(0))
+			if !errors.Is(err, collyext.ErrProxyFuncSet) {
+				t.Errorf("Visit = %v, want ErrProxyFuncSet", err)
+			}
+			errs, _ := f.get()
+			if len(errs) != 1 || !errors.Is(errs[0], collyext.ErrProxyFuncSet) {
+				t.Errorf("given up with %v, want ErrProxyFuncSet once", errs)
+			}
+			if n := bypass.Requests() + bypass.Connects(); n != 0 {
+				t.Errorf("the SetProxyFunc proxy carried %d requests, want none", n)
+			}
+			if n := s.pagesServed(); n != 0 {
+				t.Errorf("origin served %d pages, want none", n)
+			}
+		})
+	}
+}
+
+// The collector's own request timeout keeps working, and is the caller's: not re-queued, not
+// counted against the exit.
+func TestAttachKeepsRequestTimeout(t *testing.T) {
+	s := newSite(t, 3, false)
+	release := make(chan struct{})
+	defer close(release)
+	var slow atomic.Int32
+	s.handle = func(w http.ResponseWriter, r *http.Request, via string) bool {
+		if r.URL.Path != "/slow" {
+			return false
+		}
+		slow.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return true
+	}
+	exits, _ := startExits(t, s, []exitSpec{{name: "ok-1"}})
+	tr := newTransport(t, s, exits, transport.WithHeaderTimeout(5*time.Second))
+	c := colly.NewCollector()
+	c.SetRequestTimeout(250 * time.Millisecond)
+	ext, err := collyext.Attach(c, tr, collyext.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &failures{}
+	c.OnError(ext.RetryOnError(f.giveUp))
+	start := time.Now()
+	c.Visit(s.srv.URL + "/slow")
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Visit took %v, want the 250ms request timeout to end it", took)
+	}
+	errs, resp := f.get()
+	var te interface{ Timeout() bool }
+	if len(errs) != 1 || !errors.As(errs[0], &te) || !te.Timeout() {
+		t.Fatalf("given up with %v, want one timeout", errs)
+	}
+	if got := collyext.Exit(resp[0]); got != "ok-1" {
+		t.Errorf("Exit(timed-out response) = %q, want ok-1 (from the error)", got)
+	}
+	if n := slow.Load(); n != 1 {
+		t.Errorf("origin saw /slow %d times, want once: the caller's timeout is not re-queued", n)
+	}
+	snap := tr.Pool().Snapshot()
+	for _, e := range snap.Exits {
+		if e.Breaker.FailuresInWindow != 0 || e.Breaker.State != breaker.Closed {
+			t.Errorf("exit %s: %+v, want no failure counted", e.Exit, e.Breaker)
+		}
+	}
+	for _, p := range snap.Pairs {
+		if p.Breaker.FailuresInWindow != 0 {
+			t.Errorf("pair %s %s: %+v, want no failure counted", p.Exit, p.Origin, p.Breaker)
+		}
+	}
+	if n := ext.Tracked(); n != 0 {
+		t.Errorf("Tracked() = %d, want 0", n)
+	}
+}
+
+// Outcomes a retry cannot fix go to the give-up callback at once, with colly's error.
+func TestRetryOnErrorLeavesOriginAnswers(t *testing.T) {
+	s := newSite(t, 3, false)
+	var hits sync.Map
+	s.handle = func(w http.ResponseWriter, r *http.Request, via string) bool {
+		n, _ := hits.LoadOrStore(r.URL.Path, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		switch r.URL.Path {
+		case "/bug":
+			w.WriteHeader(http.StatusInternalServerError)
+			return true
+		case "/missing":
+			w.WriteHeader(http.StatusNotFound)
+			return true
+		}
+		return false
+	}
+	c, ext, f := setup(t, s, []exitSpec{{name: "ok-1"}, {name: "ok-2"}}, collyext.Settings{})
+	for _, path := range []string{"/bug", "/missing"} {
+		c.Visit(s.srv.URL + path)
+		if n, _ := hits.Load(path); n.(*atomic.Int32).Load() != 1 {
+			t.Errorf("origin saw %s %d times, want once", path, n.(*atomic.Int32).Load())
+		}
+	}
+	errs, resp := f.get()
+	if len(errs) != 2 || resp[0].StatusCode != 500 || resp[1].StatusCode != 404 {
+		t.Fatalf("given up with %v, want the 500 and the 404", errs)
+	}
+	for i, err := range errs {
+		var gu *collyext.GiveUpError
+		if errors.As(err, &gu) {
+			t.Errorf("give-up %d = %v, want colly's own error, not a GiveUpError", i, err)
+		}
+		if collyext.Exit(resp[i]) == "" {
+			t.Errorf("give-up %d: Exit = \"\", want the exit that carried it", i)
+		}
+	}
+	if n := ext.Tracked(); n != 0 {
+		t.Errorf("Tracked() = %d, want 0", n)
+	}
+}
+
+// A request that fails through every exit is re-queued Retries times, then given up with a
+// GiveUpError listing its failures.
+func TestRetryOnErrorBudget(t *testing.T) {
+	s := newSite(t, 3, false)
+	var hits atomic.Int32
+	s.handle = func(w http.ResponseWriter, r *http.Request, via string) bool {
+		hits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable) // soft: six of them trip a pair
+		return true
+	}
+	c, ext, f := setup(t, s, []exitSpec{{name: "a"}, {name: "b"}}, collyext.Settings{Retries: 2, MinDelay: time.Millisecond})
+	c.Visit(s.url(0))
+	errs, resp := f.get()
+	var gu *collyext.GiveUpError
+	if len(errs) != 1 || !errors.As(errs[0], &gu) {
+		t.Fatalf("given up with %v, want one GiveUpError", errs)
+	}
+	if gu.Requeued != 2 || len(gu.Failures) != 3 || gu.Wait != 0 || !strings.Contains(gu.Error(), "retry budget spent") {
+		t.Errorf("GiveUpError = %v (%+v), want 2 re-queues, 3 failures, budget spent", gu, gu)
+	}
+	var re *retry.ResponseError
+	if !errors.As(errs[0], &re) || re.StatusCode != 503 || re.Verdict.Class != transport.ClassOrigin5xx {
+		t.Errorf("errors.As(GiveUpError, *retry.ResponseError) = %+v, want the 503", re)
+	}
+	if n := hits.Load(); n != 3 {
+		t.Errorf("origin saw %d requests, want 3", n)
+	}
+	if resp[0].StatusCode != 503 {
+		t.Errorf("given-up response status = %d, want 503", resp[0].StatusCode)
+	}
+	if n := ext.Tracked(); n != 0 {
+		t.Errorf("Tracked() = %d, want 0", n)
+	}
+}
+
+// advance moves clk forward by step whenever a goroutine waits on it, until done is closed.
+func advance(t *testing.T, clk *clock.Fake, step time.Duration, done <-chan struct{}) {
+	t.Helper()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if i > 50_000_000 {
+			t.Fatal("the crawl neither finished nor waited on the clock")
+		}
+		if clk.Timers() > 0 {
+			clk.Advance(step)
+			continue
+		}
+		runtime.Gosched()
+	}
+}
+
+// After a 429 with Retry-After through the only exit, the re-queue waits for the soonest probe —
+// the Retry-After — measured on a fake clock, and the page then loads.
+func TestRetryOnErrorWaitsForSoonestProbe(t *testing.T) {
+	const step = 50 * time.Millisecond
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	s := newSite(t, 1, false)
+	var (
+		answered atomic.Bool
+		mu       sync.Mutex
+		at       []time.Time
+	)
+	s.handle = func(w http.ResponseWriter, r *http.Request, via string) bool {
+		mu.Lock()
+		at = append(at, clk.Now())
+		mu.Unlock()
+		if !answered.Swap(true) {
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return true
+		}
+		return false
+	}
+	c, ext, f := setup(t, s, []exitSpec{{name: "a"}}, collyext.Settings{Clock: clk, MinDelay: 10 * time.Millisecond},
+		transport.WithClock(clk), transport.WithBreakerSettings(breaker.Settings{BaseCooldown: time.Second, Jitter: -1}))
+	var loaded []string
+	c.OnResponse(func(r *colly.Response) { loaded = append(loaded, collyext.Exit(r)) })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Visit(s.url(0))
+	}()
+	advance(t, clk, step, done)
+	if errs, _ := f.get(); len(errs) != 0 {
+		t.Fatalf("given up with %v", errs)
+	}
+	if len(loaded) != 1 || loaded[0] != "a" {
+		t.Fatalf("loaded %v, want the page once via a", loaded)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) != 2 {
+		t.Fatalf("origin saw %d requests, want the 429 and the retry", len(at))
+	}
+	// First re-queue after the backoff (5–10ms): no exit ready, 7s to the soonest probe. Second
+	// re-queue waits those 7s (plus at most a step of the fake clock).
+	if got, want := at[1].Sub(at[0]), 7*time.Second; got < want || got > want+2*step {
+		t.Errorf("the retry reached the origin %v after the 429, want %v", got, want)
+	}
+	if n := ext.Tracked(); n != 0 {
+		t.Errorf("Tracked() = %d, want 0", n)
+	}
+}
+
+// When nothing will be ready within MaxDelay, the request is given up at once, saying how long.
+func TestRetryOnErrorGivesUpBeyondMaxDelay(t *testing.T) {
+	s := newSite(t, 1, false)
+	s.handle = func(w http.ResponseWriter, r *http.Request, via string) bool {
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return true
+	}
+	c, _, f := setup(t, s, []exitSpec{{name: "a"}}, collyext.Settings{MinDelay: time.Millisecond, MaxDelay: time.Minute},
+		transport.WithBreakerSettings(breaker.Settings{Jitter: -1}))
+	start := time.Now()
+	c.Visit(s.url(0))
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Visit took %v, want it to give up at once", took)
+	}
+	errs, _ := f.get()
+	var gu *collyext.GiveUpError
+	var nh *transport.NoHealthyExitError
+	if len(errs) != 1 || !errors.As(errs[0], &gu) || !errors.As(errs[0], &nh) {
+		t.Fatalf("given up with %v, want a GiveUpError wrapping a NoHealthyExitError", errs)
+	}
+	if gu.Wait < 119*time.Second || gu.Requeued != 1 || !strings.Contains(gu.Error(), "longer than MaxDelay 1m0s") {
+		t.Errorf("GiveUpError = %v, want a wait of 2m after one re-queue", gu)
+	}
+}
+
+// With ParseHTTPErrorResponse, a failed response (429) would reach OnResponse as content: it is
+// aborted after its headers and re-queued instead.
+func TestParseHTTPErrorResponseAbortsFailures(t *testing.T) {
+	s := newSite(t, 1, false)
+	exits, _ := startExits(t, s, []exitSpec{{name: "capped"}, {name: "ok-1"}})
+	tr := newTransport(t, s, exits)
+	c := colly.NewCollector(colly.ParseHTTPErrorResponse())
+	ext, err := collyext.Attach(c, tr, collyext.Settings{MinDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &failures{}
+	c.OnError(ext.RetryOnError(f.giveUp))
+	var statuses []int
+	c.OnResponse(func(r *colly.Response) { statuses = append(statuses, r.StatusCode) })
+	for i := 0; s.failed("capped") == 0; i++ { // picks are random: until one meets capped
+		if i == 64 {
+			t.Fatal("64 visits never went through capped")
+		}
+		statuses = nil
+		c.AllowURLRevisit = true
+		c.Visit(s.url(0))
+		if len(statuses) != 1 || statuses[0] != 200 {
+			t.Fatalf("OnResponse saw %v, want one 200", statuses)
+		}
+	}
+	if errs, _ := f.get(); len(errs) != 0 {
+		t.Errorf("given up with %v", errs)
+	}
+}
+
+// A clone shares the transport; Hook gives it the extension's callbacks.
+func TestHookClone(t *testing.T) {
+	s := newSite(t, 10, false)
+	c, ext, f := setup(t, s, []exitSpec{{name: "ok-1"}, {name: "waf"}}, collyext.Settings{MinDelay: time.Millisecond})
+	clone := c.Clone()
+	ext.Hook(clone)
+	clone.OnError(ext.RetryOnError(f.giveUp))
+	var loaded atomic.Int32
+	clone.OnResponse(func(r *colly.Response) {
+		if collyext.Exit(r) != "ok-1" {
+			t.Errorf("%s via %q, want ok-1", r.Request.URL, collyext.Exit(r))
+		}
+		loaded.Add(1)
+	})
+	clone.OnHTML("a[href]", func(e *colly.HTMLElement) { e.Request.Visit(e.Attr("href")) })
+	clone.Visit(s.url(0))
+	clone.Wait()
+	if errs, _ := f.get(); len(errs) != 0 || loaded.Load() != 10 {
+		t.Errorf("clone loaded %d pages, gave up %v; want 10, none", loaded.Load(), errs)
+	}
+	if s.sawRequestID() {
+		t.Errorf("the origin saw %s", collyext.RequestHeader)
+	}
+}

@@ -1,0 +1,206 @@
+package collyext
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gocolly/colly/v2"
+
+	"github.com/proxybreaker/proxybreaker/retry"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// GiveUpError is what RetryOnError hands its give-up callback when it stops re-queueing a request
+// that another try might still have served: the retry budget is spent, or nothing will be ready
+// for longer than Settings.MaxDelay (every exit parked or cooling for the origin). errors.As finds
+// the last failure's types (*transport.AttemptError, *transport.NoHealthyExitError,
+// *retry.ResponseError, …) through it.
+type GiveUpError struct {
+	Method, URL string
+	Requeued    int           // re-queues made
+	Wait        time.Duration // when over MaxDelay: how long until something may be tried; else 0
+	MaxDelay    time.Duration
+	Failures    []retry.Failure // the request's failed attempts, oldest first (the last retry.MaxFailures)
+	Err         error           // the last failure
+}
+
+func (e *GiveUpError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "collyext: giving up on %s %s, re-queued %d times", e.Method, e.URL, e.Requeued)
+	if e.Wait > 0 {
+		fmt.Fprintf(&b, ": nothing ready for %v, longer than MaxDelay %v", e.Wait.Round(time.Millisecond), e.MaxDelay)
+	} else {
+		b.WriteString(": retry budget spent")
+	}
+	if len(e.Failures) > 0 {
+		b.WriteString("; failed attempts:")
+		for i, f := range e.Failures {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, " %s via %s", f.Verdict.Class, f.Exit)
+		}
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the last failure, then the listed failures' errors.
+func (e *GiveUpError) Unwrap() []error {
+	errs := make([]error, 0, 1+len(e.Failures))
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	for _, f := range e.Failures {
+		if f.Err != nil && f.Err != e.Err {
+			errs = append(errs, f.Err)
+		}
+	}
+	return errs
+}
+
+// RetryOnError returns an OnError callback that re-queues the failures a retry can fix
+// (retry.DecideVerdict's table: the exit's failures, transient or permanent, and refusals that
+// will clear: no healthy exit, the origin guard, rate limits) through another exit, after the
+// right delay, at most Settings.Retries times per request. Everything else — successes colly
+// reports as errors (a 404), the origin's own errors (a 500), origin-scoped permanent failures,
+// the caller's timeouts and cancellation, errors that are not the transport's — goes to giveUp at
+// once, with colly's error; a request RetryOnError stops re-queueing goes to giveUp with a
+// *GiveUpError. giveUp may be nil.
+//
+//	c.OnError(ext.RetryOnError(func(r *colly.Response, err error) {
+//		log.Printf("lost %s: %v", r.Request.URL, err)
+//	}))
+//
+// The delay before a re-queue is the longer of the exponential backoff (Settings.MinDelay) and
+// what the failure calls for: the soonest probe after "no healthy exit", the origin guard's next
+// probe, the next token; with Settings.WaitRetryAfter, a response's Retry-After. The callback
+// waits it out itself (colly's own goroutine for the request in async mode, holding the collector's
+// Wait open; the caller's in sync mode) and then calls r.Request.Retry, which drops the Cookie
+// header (the jar adds the current cookies again) and counts toward MaxRequests. The wait ends
+// early, without a re-queue, when the collector's Context is done.
+//
+// Register it once, on the collector given to Attach (or a clone given to Hook), after Attach.
+func (e *Extension) RetryOnError(giveUp colly.ErrorCallback) colly.ErrorCallback {
+	return func(resp *colly.Response, err error) {
+		if final := e.requeue(resp, err); final != nil && giveUp != nil {
+			giveUp(resp, final)
+		}
+	}
+}
+
+// requeue re-queues resp's request if it should, and returns nil; otherwise it returns the error
+// to give up with.
+func (e *Extension) requeue(resp *colly.Response, err error) error {
+	id := resp.Request.Headers.Get(RequestHeader)
+	r := e.lookup(id)
+	d, failure := e.decide(resp, err, r)
+	if !d.Retry || r == nil {
+		e.forget(id)
+		return failure
+	}
+	wait := d.Wait
+	if e.s.WaitRetryAfter {
+		wait = max(wait, d.Verdict.RetryAfter)
+	}
+	e.mu.Lock()
+	requeued, fails := r.requeued, append([]retry.Failure(nil), r.fails...)
+	e.mu.Unlock()
+	gu := &GiveUpError{Method: resp.Request.Method, URL: resp.Request.URL.String(), Requeued: requeued,
+		MaxDelay: e.s.MaxDelay, Failures: fails, Err: failure}
+	if wait > e.s.MaxDelay {
+		gu.Wait = wait
+		e.forget(id)
+		return gu
+	}
+	if e.s.Retries < 0 || requeued >= e.s.Retries {
+		e.forget(id)
+		return gu
+	}
+	delay := max(wait, retry.Exponential(e.s.MinDelay, e.s.MaxDelay, requeued, e.s.Rand()))
+	e.mu.Lock()
+	r.requeued++
+	trips := r.roundTrips
+	e.mu.Unlock()
+	if err := e.sleep(delay); err != nil {
+		e.forget(id)
+		return err
+	}
+	if rerr := resp.Request.Retry(); rerr != nil {
+		e.mu.Lock()
+		started := r.roundTrips != trips
+		e.mu.Unlock()
+		if !started {
+			// The re-queue never reached the transport (MaxRequests, an unseekable body, …). In sync
+			// mode an error from a fetch that did start is that fetch's own, already handled by
+			// its own callbacks.
+			e.forget(id)
+			return rerr
+		}
+	}
+	return nil
+}
+
+// decide says what a failure means: from the transport's error when there is one, else from the
+// outcome the extension recorded for the fetch (a failed response, a body that died mid-read).
+// failure is the error to give up with.
+func (e *Extension) decide(resp *colly.Response, err error, r *request) (d retry.Decision, failure error) {
+	var (
+		ae *transport.AttemptError
+		nh *transport.NoHealthyExitError
+		ou *transport.OriginUnhealthyError
+		th *transport.ThrottledError
+	)
+	if errors.As(err, &ae) || errors.As(err, &nh) || errors.As(err, &ou) || errors.As(err, &th) {
+		return retry.Decide(nil, err), err
+	}
+	if r == nil {
+		return retry.Decision{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case r.failed != nil && r.status == 0:
+		// The transport's error, its type lost on the way (http.Client's Timeout message).
+		return *r.failed, err
+	case r.bodyFailed:
+		d = retry.DecideVerdict(r.verdict)
+	case r.aborted && errors.Is(err, colly.ErrAbortedAfterHeaders),
+		r.status != 0 && r.status == resp.StatusCode:
+		d = retry.DecideVerdict(r.verdict)
+		if d.Retry || r.aborted {
+			req := resp.Request
+			err = &retry.ResponseError{Exit: r.exit, Origin: transport.OriginHost(req.URL), StatusCode: r.status, Verdict: r.verdict}
+		}
+	default:
+		return retry.Decision{}, err
+	}
+	d.Exit = r.exit
+	return d, err
+}
+
+// sleep waits d on the settings' clock, or returns the collector context's error as soon as it
+// is done.
+func (e *Extension) sleep(d time.Duration) error {
+	ctx := e.c.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := e.s.Clock.NewTimer(d)
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,245 @@
+// Command colly crawls a small web site with a Colly collector through proxybreaker's transport,
+// self-contained on 127.0.0.1: it starts in-process forward proxies — three healthy ones, one
+// whose password is wrong (407), a dead one, one that hangs, one the site rate-limits (429) and
+// one the site answers with a challenge page — and a site of linked pages, then crawls it with
+// collyext attached and RetryOnError re-queueing failures on other exits. It prints the breakers'
+// state changes as they happen, and a summary: every page loaded once, which exit carried what.
+//
+//	colly.Collector → collyext (id, exit, re-queue) → transport.Transport → proxytest proxy → site
+//
+// Run it with `go run ./examples/colly`; -h lists the flags. A run takes a second or two.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gocolly/colly/v2"
+
+	"github.com/proxybreaker/proxybreaker/collyext"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// config is what the flags set.
+type config struct {
+	Pages int
+	Sync  bool
+	Quiet bool // the summary only
+}
+
+// headerTimeout is how long an exit may take to answer before it is blamed: short, so that the
+// hanging exit is caught quickly.
+const headerTimeout = 500 * time.Millisecond
+
+func main() {
+	var cfg config
+	flag.IntVar(&cfg.Pages, "pages", 60, "how many linked pages the site has")
+	flag.BoolVar(&cfg.Sync, "sync", false, "crawl with a sync collector (default: async, 6 requests in flight)")
+	flag.BoolVar(&cfg.Quiet, "quiet", false, "print the summary only, not the breakers' state changes")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), `Usage: go run ./examples/colly [flags]
+
+Starts proxies and a web site on 127.0.0.1 (nothing leaves the machine) and crawls the site with
+a Colly collector through proxybreaker: broken exits are taken out, failed pages re-queued through
+healthy ones, and every response names the exit that carried it.
+
+Flags:
+`)
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if _, err := run(ctx, cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "colly:", err)
+		os.Exit(1)
+	}
+}
+
+// summary is what a crawl came to.
+type summary struct {
+	Pages    int            // pages the site has
+	Loaded   map[string]int // OnResponse calls per page path
+	ByExit   map[string]int // pages per exit that carried them
+	Lost     []string       // requests given up
+	Attempts int            // attempts the transport made
+	Failures map[string]int // failed attempts per "exit class"
+	Parked   []string       // exits parked at the end
+}
+
+func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
+	if cfg.Pages < 1 {
+		return summary{}, fmt.Errorf("-pages %d: want at least 1", cfg.Pages)
+	}
+	w, err := startWorld(cfg.Pages)
+	if err != nil {
+		return summary{}, err
+	}
+	defer w.close()
+
+	p := &printer{out: out, quiet: cfg.Quiet, failures: map[string]int{}}
+	tr, err := transport.New(
+		transport.WithExits(w.exits...),
+		transport.WithHeaderTimeout(headerTimeout),
+		transport.WithObserver(p),
+	)
+	if err != nil {
+		return summary{}, err
+	}
+	defer tr.Close()
+
+	c := colly.NewCollector(colly.Async(!cfg.Sync), colly.StdlibContext(ctx))
+	// The LimitRule bounds concurrency only; pacing belongs to the transport's buckets (see the
+	// collyext documentation).
+	if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: 6}); err != nil {
+		return summary{}, err
+	}
+	ext, err := collyext.Attach(c, tr, collyext.Settings{})
+	if err != nil {
+		return summary{}, err
+	}
+	s := summary{Pages: cfg.Pages, Loaded: map[string]int{}, ByExit: map[string]int{}}
+	var mu sync.Mutex
+	c.OnHTML("a[href]", func(e *colly.HTMLElement) { e.Request.Visit(e.Attr("href")) })
+	c.OnResponse(func(r *colly.Response) {
+		mu.Lock()
+		s.Loaded[r.Request.URL.Path]++
+		s.ByExit[collyext.Exit(r)]++
+		mu.Unlock()
+	})
+	c.OnError(ext.RetryOnError(func(r *colly.Response, err error) {
+		mu.Lock()
+		s.Lost = append(s.Lost, fmt.Sprintf("%s: %v", r.Request.URL.Path, err))
+		mu.Unlock()
+	}))
+
+	fmt.Fprintf(out, "site %s: %d linked pages\n", w.site.URL, cfg.Pages)
+	fmt.Fprintln(out, "exits:")
+	for _, sp := range exitSpecs {
+		fmt.Fprintf(out, "  %-11s %s\n", sp.name, sp.role)
+	}
+	mode := "async, 6 in flight"
+	if cfg.Sync {
+		mode = "sync"
+	}
+	fmt.Fprintf(out, "crawling (%s, header timeout %v)\n", mode, headerTimeout)
+	start := time.Now()
+	if err := c.Visit(w.site.URL + "/page/0"); err != nil && !cfg.Sync {
+		return s, err
+	}
+	// A sync collector's Visit returns the first fetch's error even when a re-queue loaded the
+	// page; the callbacks tell.
+	c.Wait()
+	took := time.Since(start)
+
+	s.Attempts, s.Failures = p.totals()
+	for _, e := range tr.Pool().Snapshot().Exits {
+		if e.Breaker.Parked {
+			s.Parked = append(s.Parked, e.Exit)
+		}
+	}
+	printSummary(out, s, took)
+	if ctx.Err() != nil {
+		return s, ctx.Err()
+	}
+	return s, nil
+}
+
+func printSummary(out io.Writer, s summary, took time.Duration) {
+	loadedOnce := 0
+	for _, n := range s.Loaded {
+		if n == 1 {
+			loadedOnce++
+		}
+	}
+	fmt.Fprintf(out, "\ndone in %v: %d of %d pages loaded once each, %d lost; %d attempts for them\n",
+		took.Round(time.Millisecond), loadedOnce, s.Pages, len(s.Lost), s.Attempts)
+	fmt.Fprintf(out, "pages by exit:      %s\n", tally(s.ByExit))
+	fmt.Fprintf(out, "failures by exit:   %s\n", tally(s.Failures))
+	if len(s.Parked) > 0 {
+		fmt.Fprintf(out, "parked exits:       %s\n", strings.Join(s.Parked, ", "))
+	}
+	for _, l := range s.Lost {
+		fmt.Fprintf(out, "lost: %s\n", l)
+	}
+}
+
+func tally(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printer is the transport's observer: it prints breaker state changes and counts attempts.
+type printer struct {
+	transport.NopObserver
+	out   io.Writer
+	quiet bool
+
+	mu       sync.Mutex
+	attempts int
+	failures map[string]int
+}
+
+func (p *printer) AttemptFinished(_ context.Context, r transport.AttemptResult) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.attempts++
+	if r.Verdict.Outcome == transport.Transient || r.Verdict.Outcome == transport.Permanent {
+		p.failures[r.Exit.Label()+" "+string(r.Verdict.Class)]++
+	}
+}
+
+func (p *printer) StateChanged(c transport.StateChange) {
+	if p.quiet {
+		return
+	}
+	what := "exit " + c.Exit.Label()
+	switch c.Scope {
+	case transport.ScopePair:
+		what = fmt.Sprintf("pair %s × %s", c.Exit.Label(), c.Origin)
+	case transport.ScopeOrigin:
+		what = "origin " + c.Origin
+	}
+	detail := ""
+	if !c.NextProbe.IsZero() {
+		detail = fmt.Sprintf(" for %v", c.NextProbe.Sub(c.At).Round(100*time.Millisecond))
+	}
+	if c.Parked {
+		detail += ", parked"
+	}
+	if c.Reason != "" {
+		detail += ": " + c.Reason
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.out, "  %-40s %s → %s%s\n", what, c.From, c.To, detail)
+}
+
+func (p *printer) totals() (int, map[string]int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := make(map[string]int, len(p.failures))
+	for k, v := range p.failures {
+		m[k] = v
+	}
+	return p.attempts, m
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestRun crawls the example's site, sync and async, and checks what the example claims: every
+// page loaded exactly once, none lost, only healthy exits carried pages, the exits with a wrong
+// password or nothing behind them ended parked if tried, and no password is printed.
+func TestRun(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		t.Run(map[bool]string{false: "async", true: "sync"}[sync], func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			testRun(t, config{Pages: 40, Sync: sync})
+		})
+	}
+}
+
+// testRun runs the example with cfg and checks its summary and output.
+func testRun(t *testing.T, cfg config) {
+	var out bytes.Buffer
+	start := time.Now()
+	s, err := run(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatalf("run(%+v) = %v\n%s", cfg, err, out.String())
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("run(%+v) took %v, want well under a minute", cfg, d)
+	}
+	if len(s.Lost) > 0 {
+		t.Errorf("run(%+v) lost %v", cfg, s.Lost)
+	}
+	if len(s.Loaded) != cfg.Pages {
+		t.Errorf("run(%+v) loaded %d distinct pages, want %d", cfg, len(s.Loaded), cfg.Pages)
+	}
+	for path, n := range s.Loaded {
+		if n != 1 {
+			t.Errorf("run(%+v) loaded %s %d times, want once", cfg, path, n)
+		}
+	}
+	for exit := range s.ByExit {
+		if !strings.HasPrefix(exit, "dc-") {
+			t.Errorf("run(%+v): a page came through %q, want only the healthy dc-* exits", cfg, exit)
+		}
+	}
+	for key := range s.Failures {
+		if exit := strings.Fields(key)[0]; (exit == "auth-bad" || exit == "dead") && !strings.Contains(strings.Join(s.Parked, " "), exit) {
+			t.Errorf("run(%+v): %s failed (%s) but is not parked (parked: %v)", cfg, exit, key, s.Parked)
+		}
+	}
+	text := out.String()
+	if !strings.Contains(text, "pages loaded once each, 0 lost") {
+		t.Errorf("run(%+v) output lacks the summary:\n%s", cfg, text)
+	}
+	for _, sp := range exitSpecs {
+		if sp.user != "" && (strings.Contains(text, "right-"+sp.user) || strings.Contains(text, "wrong-"+sp.user)) {
+			t.Errorf("run(%+v) printed %s's password:\n%s", cfg, sp.name, text)
+		}
+	}
+}

@@ -1,0 +1,339 @@
+// Command retryablehttp shows a go-retryablehttp client over proxybreaker's transport with the
+// retry package's hooks, self-contained on 127.0.0.1. Three scenes:
+//
+//  1. A pool where some exits fail (a 429 from the site, a wrong password, a dead proxy): each
+//     retry goes out through an exit that has not failed the request, and every request succeeds.
+//
+//  2. One exit, which the site answers 429 with Retry-After: the retry finds no exit ready and
+//     waits exactly until the soonest probe, then succeeds.
+//
+//  3. A pool whose every exit has a wrong password: each is tried once, and the client stops at
+//     once with a clear error, which errors.As sees through retryablehttp's wrapping.
+//
+//     retryablehttp.Client → CheckRetry / Backoff / PrepareRetry (package retry)
+//     → http.Client → transport.Transport → proxytest proxy → httptest site
+//
+// Run it with `go run ./examples/retryablehttp`. A run takes about three seconds.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/retry"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+func main() {
+	requests := flag.Int("requests", 8, "how many requests scene 1 sends")
+	flag.Parse()
+	if err := run(os.Stdout, *requests); err != nil {
+		fmt.Fprintln(os.Stderr, "retryablehttp:", err)
+		os.Exit(1)
+	}
+}
+
+// result is what a run came to, for the test.
+type result struct {
+	Scene1OK       int           // scene 1 requests that succeeded through a healthy exit
+	Scene1Repeats  int           // scene 1 requests that went through one exit twice
+	Scene2Wait     time.Duration // how long scene 2's retry waited for the soonest probe
+	Scene2Probe    time.Duration // the soonest probe the transport reported
+	Scene3Err      error
+	Scene3Attempts int
+}
+
+func run(out io.Writer, requests int) error {
+	_, err := runScenes(out, requests)
+	return err
+}
+
+// runScenes plays the three scenes, printing to out, and returns what they came to.
+func runScenes(out io.Writer, requests int) (result, error) {
+	var res result
+	reg := &proxytest.Registry{}
+	var alone atomic.Int32 // requests through res-capped-alone
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The site rate-limits two exits: res-capped always, res-capped-alone on its first request.
+		via, _ := reg.Lookup(r)
+		if via == "res-capped" || (via == "res-capped-alone" && alone.Add(1) == 1) {
+			w.Header().Set("Retry-After", "2")
+			http.Error(w, "too many requests", http.StatusTooManyRequests)
+			return
+		}
+		fmt.Fprintf(w, "item %s via %s", strings.TrimPrefix(r.URL.Path, "/item/"), via)
+	}))
+	defer site.Close()
+	fmt.Fprintf(out, "site %s\n", site.URL)
+
+	// Scene 1.
+	fmt.Fprintln(out, "\n1. retries move to exits that have not failed the request")
+	w1, err := startExits(reg, []spec{
+		{name: "dc-1"}, {name: "dc-2"},
+		{name: "res-capped"},
+		{name: "auth-bad", user: "bob", wrongPass: true},
+		{name: "dead", dead: true},
+	})
+	if err != nil {
+		return res, err
+	}
+	defer w1.close()
+	obs := &attempts{byReq: map[int][]string{}}
+	tr1, err := transport.New(transport.WithExits(w1.exits...), transport.WithObserver(obs))
+	if err != nil {
+		return res, err
+	}
+	defer tr1.Close()
+	c1, _, err := newClient(tr1)
+	if err != nil {
+		return res, err
+	}
+	for i := range requests {
+		ctx := context.WithValue(retry.WithRetries(context.Background()), reqKey{}, i)
+		body, exit, err := get(ctx, c1, fmt.Sprintf("%s/item/%d", site.URL, i))
+		tried := obs.of(i)
+		if err != nil {
+			fmt.Fprintf(out, "   GET /item/%d: %v\n", i, err)
+			continue
+		}
+		if strings.HasPrefix(exit, "dc-") && strings.HasSuffix(body, exit) {
+			res.Scene1OK++
+		}
+		seen := map[string]bool{}
+		for _, t := range tried {
+			if seen[t] {
+				res.Scene1Repeats++
+			}
+			seen[t] = true
+		}
+		fmt.Fprintf(out, "   GET /item/%d: %q, attempts: %s\n", i, body, strings.Join(obs.described(i), " → "))
+	}
+
+	// Scene 2.
+	fmt.Fprintln(out, "\n2. no exit ready: the retry waits for the soonest probe")
+	w2, err := startExits(reg, []spec{{name: "res-capped-alone"}})
+	if err != nil {
+		return res, err
+	}
+	defer w2.close()
+	tr2, err := transport.New(transport.WithExits(w2.exits...),
+		// A short base cooldown, so that the Retry-After (2 s) sets the OPEN window.
+		transport.WithBreakerSettings(breaker.Settings{BaseCooldown: 500 * time.Millisecond}))
+	if err != nil {
+		return res, err
+	}
+	defer tr2.Close()
+	c2, p2, err := newClient(tr2)
+	if err != nil {
+		return res, err
+	}
+	var waited time.Duration
+	c2.PrepareRetry = func(r *http.Request) error {
+		start := time.Now()
+		err := p2.PrepareRetry(r)
+		waited += time.Since(start)
+		return err
+	}
+	c2.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+		var nh *transport.NoHealthyExitError
+		if errors.As(err, &nh) {
+			res.Scene2Probe = nh.RetryIn
+			fmt.Fprintf(out, "   attempt refused: %v\n", nh)
+		} else if resp != nil && resp.Header.Get("Retry-After") != "" {
+			fmt.Fprintf(out, "   attempt answered %s, Retry-After: %s\n", resp.Status, resp.Header.Get("Retry-After"))
+		} else if resp != nil {
+			fmt.Fprintf(out, "   attempt answered %s\n", resp.Status)
+		}
+		return p2.CheckRetry(ctx, resp, err)
+	}
+	start := time.Now()
+	body, _, err := get(retry.WithRetries(context.Background()), c2, site.URL+"/item/42")
+	if err != nil {
+		return res, fmt.Errorf("scene 2: %w", err)
+	}
+	res.Scene2Wait = waited
+	fmt.Fprintf(out, "   %q after %v, of which %v waiting for the soonest probe\n",
+		body, time.Since(start).Round(10*time.Millisecond), waited.Round(10*time.Millisecond))
+
+	// Scene 3.
+	fmt.Fprintln(out, "\n3. every exit refuses its credentials (407): stop at once, with a clear error")
+	w3, err := startExits(reg, []spec{
+		{name: "bad-1", user: "alice", wrongPass: true},
+		{name: "bad-2", user: "bob", wrongPass: true},
+		{name: "bad-3", user: "carol", wrongPass: true},
+	})
+	if err != nil {
+		return res, err
+	}
+	defer w3.close()
+	tr3, err := transport.New(transport.WithExits(w3.exits...))
+	if err != nil {
+		return res, err
+	}
+	defer tr3.Close()
+	c3, _, err := newClient(tr3)
+	if err != nil {
+		return res, err
+	}
+	c3.RetryMax = 10
+	start = time.Now()
+	_, _, err = get(retry.WithRetries(context.Background()), c3, site.URL+"/item/7")
+	res.Scene3Err = err
+	for _, p := range w3.proxies {
+		res.Scene3Attempts += int(p.Rejected())
+	}
+	fmt.Fprintf(out, "   after %v and %d attempts:\n   %v\n", time.Since(start).Round(time.Millisecond), res.Scene3Attempts, err)
+	var giveUp *retry.GiveUpError
+	var noExit *transport.NoHealthyExitError
+	if errors.As(err, &giveUp) && errors.As(err, &noExit) {
+		fmt.Fprintf(out, "   errors.As: *retry.GiveUpError (%d failed attempts), *transport.NoHealthyExitError (retry in %v)\n",
+			len(giveUp.Failures), noExit.RetryIn.Round(time.Second))
+	}
+	return res, nil
+}
+
+// newClient returns a retryablehttp client over tr with a fresh retry.Policy's hooks.
+func newClient(tr *transport.Transport) (*retryablehttp.Client, *retry.Policy, error) {
+	p, err := retry.New(retry.Settings{})
+	if err != nil {
+		return nil, nil, err
+	}
+	c := retryablehttp.NewClient()
+	c.Logger = nil
+	c.HTTPClient = &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	c.RetryWaitMin, c.RetryWaitMax, c.RetryMax = 50*time.Millisecond, 10*time.Second, 6
+	c.CheckRetry, c.Backoff, c.PrepareRetry = p.CheckRetry, p.Backoff, p.PrepareRetry
+	return c, p, nil
+}
+
+// get sends one logical request and reads the body.
+func get(ctx context.Context, c *retryablehttp.Client, u string) (body, exit string, err error) {
+	req, err := retryablehttp.NewRequestWithContext(ctx, "GET", u, nil)
+	if err != nil {
+		return "", "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if e := transport.ExitFromResponse(resp); e != nil {
+		exit = e.Label()
+	}
+	return string(b), exit, err
+}
+
+type reqKey struct{}
+
+// attempts records, per request (reqKey), the exits its attempts went through and how they ended.
+type attempts struct {
+	transport.NopObserver
+	mu    sync.Mutex
+	byReq map[int][]string
+	desc  map[int][]string
+}
+
+func (a *attempts) AttemptFinished(ctx context.Context, r transport.AttemptResult) {
+	id, ok := ctx.Value(reqKey{}).(int)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.desc == nil {
+		a.desc = map[int][]string{}
+	}
+	a.byReq[id] = append(a.byReq[id], r.Exit.Label())
+	a.desc[id] = append(a.desc[id], fmt.Sprintf("%s (%s)", r.Exit.Label(), r.Verdict.Class))
+}
+
+func (a *attempts) of(id int) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.byReq[id]...)
+}
+
+func (a *attempts) described(id int) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.desc[id]...)
+}
+
+// spec is one proxy and the exit that dials it.
+type spec struct {
+	name      string
+	user      string
+	wrongPass bool
+	dead      bool
+}
+
+type exits struct {
+	proxies []*proxytest.Proxy
+	exits   []*transport.Exit
+}
+
+// startExits starts a proxy per spec, registered with reg (none for dead ones), and labels the
+// exits with the specs' names. Dead exits get their closed addresses last, so that no proxy
+// started here is handed the same port.
+func startExits(reg *proxytest.Registry, specs []spec) (*exits, error) {
+	x := &exits{}
+	urls := make([]*url.URL, len(specs))
+	for i, s := range specs {
+		if s.dead {
+			continue
+		}
+		cfg := proxytest.Config{Name: s.name, Registry: reg}
+		if s.user != "" {
+			cfg.User, cfg.Pass = s.user, "right-"+s.user
+		}
+		p, err := proxytest.Start(cfg)
+		if err != nil {
+			x.close()
+			return nil, err
+		}
+		x.proxies = append(x.proxies, p)
+		urls[i] = p.URL()
+		if s.wrongPass {
+			urls[i] = p.URLWithCredentials(s.user, "wrong-"+s.user)
+		}
+	}
+	for i, s := range specs {
+		if s.dead {
+			addr, err := proxytest.ClosedAddr()
+			if err != nil {
+				x.close()
+				return nil, err
+			}
+			urls[i] = &url.URL{Scheme: "http", Host: addr}
+		}
+		e, err := transport.NewExit(urls[i])
+		if err != nil {
+			x.close()
+			return nil, err
+		}
+		x.exits = append(x.exits, e.WithLabel(s.name))
+	}
+	return x, nil
+}
+
+func (x *exits) close() {
+	for _, p := range x.proxies {
+		p.Close()
+	}
+}

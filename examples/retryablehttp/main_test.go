@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/proxybreaker/proxybreaker/retry"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// TestRun plays the example's scenes and checks what each claims.
+func TestRun(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var out bytes.Buffer
+	start := time.Now()
+	res, err := runScenes(&out, 8)
+	if err != nil {
+		t.Fatalf("runScenes = %v\n%s", err, out.String())
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("runScenes took %v, want well under a minute", d)
+	}
+	text := out.String()
+	if res.Scene1OK != 8 || res.Scene1Repeats != 0 {
+		t.Errorf("scene 1: %d of 8 requests served by a healthy exit, %d exits tried twice; want 8, 0\n%s", res.Scene1OK, res.Scene1Repeats, text)
+	}
+	if res.Scene2Probe < 2*time.Second || res.Scene2Wait < res.Scene2Probe-100*time.Millisecond || res.Scene2Wait > res.Scene2Probe+time.Second {
+		t.Errorf("scene 2: waited %v for a soonest probe %v away, want about that (at least the 2s Retry-After)", res.Scene2Wait, res.Scene2Probe)
+	}
+	var giveUp *retry.GiveUpError
+	var noExit *transport.NoHealthyExitError
+	if !errors.As(res.Scene3Err, &giveUp) || !errors.As(res.Scene3Err, &noExit) || res.Scene3Attempts != 3 {
+		t.Errorf("scene 3: %v after %d attempts, want a GiveUpError wrapping a NoHealthyExitError after 3", res.Scene3Err, res.Scene3Attempts)
+	}
+	for _, who := range []string{"alice", "bob", "carol"} {
+		if strings.Contains(text, "right-"+who) || strings.Contains(text, "wrong-"+who) {
+			t.Errorf("output shows %s's password:\n%s", who, text)
+		}
+	}
+}

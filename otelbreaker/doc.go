@@ -1,0 +1,58 @@
+// Package otelbreaker turns the transport's events into OpenTelemetry spans and metrics. It uses
+// only the OTel API; the application installs an SDK (or not: the globals are no-ops until it does).
+//
+//	http.Client → otelhttp.Transport (client span) → transport.Transport → pick exit
+//	            → Observer.AttemptStarted: span "proxybreaker.attempt", a child of the request's span
+//	            → base http.Transport → Classifier → breakers → Observer.StateChanged (trips)
+//	            → Observer.AttemptFinished: verdict attributes, transition events, span ended,
+//	              attempt counter and duration histogram
+//	Prometheus/OTLP reader → callback → Pool.Snapshot → breaker state gauges
+//
+// Wire it up in two steps, because the observer exists before the pool it watches:
+//
+//	obs, err := otelbreaker.New()               // global providers; see the With options
+//	tr, err := transport.New(transport.WithExits(exits...), transport.WithObserver(obs))
+//	err = obs.Register(tr.Pool())               // the gauges read the pool's snapshot
+//	defer obs.Close()
+//
+// # Spans
+//
+// One span per attempt (not per request: a request refused before any attempt has none; a retry
+// layer above makes one per try), named SpanName, of kind Internal, started as a child of the span
+// in the request's context, so it nests under otelhttp's client span when the transport is wrapped
+// by otelhttp.NewTransport. Its start and end are the transport's instants (AttemptInfo.At, plus
+// the latency), read from the pool's clock. Attributes are listed in docs/metrics.md: the exit's
+// label and tier, the origin as server.address and server.port, the pair's and the exit's breaker
+// states before and after, the verdict's outcome, class, scope and detector, the Retry-After in
+// seconds, http.response.status_code and error.type. The span's status is Error when the verdict
+// blames the exit (transient or permanent) or no response arrived; its description is the verdict
+// class, never an error message: error messages may name hosts, and no text that could hold a
+// credential is ever exported.
+//
+// Breaker transitions arrive without a context. Each one is counted (trip counters) and, when the
+// attempt whose verdict caused it can be identified — the transition is for that attempt's pair,
+// exit or origin and happened at the instant the attempt was admitted (a probe slot: OPEN →
+// HALF_OPEN) or finished (a trip, a close) — it is also recorded as an event named EventTransition
+// on that attempt's span. Transitions no attempt claims (a probe lease expiring, seen by whichever
+// request looked next) are counted only. When two attempts on the same breaker finish within the same
+// millisecond the event may land on either span.
+//
+// A request refused without an attempt (no healthy exit, origin unhealthy) adds an event named
+// EventRefused to the span in the request's context, if it is recording, and counts a refusal.
+//
+// # Metrics
+//
+// The instruments are listed, with units and attributes, in docs/metrics.md. The breaker gauges are
+// observed from Pool.Snapshot in a callback, so they cost nothing between collections. Counters and
+// histograms are recorded on the request path from cached attribute sets.
+//
+// Cardinality: every series is keyed by exit label and origin. WithOriginLabel maps origins to
+// coarser buckets (or drops the label), and WithMaxSeries caps the number of distinct (exit, origin)
+// label pairs counters and histograms use (later pairs are recorded as OverflowLabel) and the number
+// of series each breaker gauge reports (breakers out of CLOSED first).
+//
+// # Errors
+//
+// Instrument errors go to otel.Handle; they never fail or delay a request. No method of Observer
+// blocks, and all are safe for concurrent use.
+package otelbreaker

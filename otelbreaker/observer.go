@@ -1,0 +1,385 @@
+package otelbreaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// ScopeName is the instrumentation scope of the tracer and the meter: the package's import path.
+const ScopeName = "github.com/proxybreaker/proxybreaker/otelbreaker"
+
+// Version is the instrumentation scope's version.
+const Version = "0.1.0"
+
+// Names of the span and its events.
+const (
+	// SpanName names every attempt's span: low-cardinality on purpose; the exit and the origin are
+	// attributes.
+	SpanName = "proxybreaker.attempt"
+	// EventTransition is a breaker's change of state, recorded on the span of the attempt that
+	// caused it.
+	EventTransition = "proxybreaker.breaker.transition"
+	// EventRefused is a request refused without an attempt, recorded on the request's span.
+	EventRefused = "proxybreaker.refused"
+	// EventThrottled is a request held back by a rate limit, recorded on the span in its context.
+	EventThrottled = "proxybreaker.throttled"
+)
+
+// Observer is a transport.Observer (and transport.ThrottleObserver) that records spans and
+// metrics. Make one with New, pass it to transport.WithObserver, then Register the pool so the
+// breaker gauges can read it. It is safe for concurrent use; its methods never block and never
+// fail a request.
+type Observer struct {
+	transport.NopObserver
+	tracer      trace.Tracer
+	meter       metric.Meter
+	in          *instruments
+	lab         *labeler
+	maxSeries   int
+	defaultPort int
+	pending     pendingTransitions
+
+	mu   sync.Mutex // serialises Register and Close
+	pool atomic.Pointer[transport.Pool]
+	reg  metric.Registration
+}
+
+var (
+	_ transport.Observer         = (*Observer)(nil)
+	_ transport.ThrottleObserver = (*Observer)(nil)
+)
+
+// New returns an Observer configured by opts. It creates the tracer and every instrument at once;
+// an instrument the meter cannot create is reported to otel.Handle and replaced by a no-op.
+func New(opts ...Option) (*Observer, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	tp, mp := c.tp, c.mp
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(semconv.SchemaURL))
+	o := &Observer{
+		tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version), trace.WithSchemaURL(semconv.SchemaURL)),
+		meter:  m,
+		in:     newInstruments(m),
+		lab:    newLabeler(c.originLabel, c.maxSeries), maxSeries: c.maxSeries, defaultPort: c.defaultPort,
+	}
+	return o, nil
+}
+
+// errRegistered is returned by a second Register.
+var errRegistered = errors.New("otelbreaker: Register: a pool is already registered; Close first")
+
+// Register makes the breaker gauges report p's breakers: each collection reads p.Snapshot() once.
+// An Observer watches one pool at a time; Register again after Close to switch.
+func (o *Observer) Register(p *transport.Pool) error {
+	if p == nil {
+		return errors.New("otelbreaker: Register: nil pool")
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.reg != nil {
+		return errRegistered
+	}
+	in := o.in
+	o.pool.Store(p)
+	reg, err := o.meter.RegisterCallback(o.observe, in.state, in.timeToProbe, in.breakers, in.parked)
+	if err != nil {
+		o.pool.Store(nil)
+		return fmt.Errorf("otelbreaker: Register: %w", err)
+	}
+	o.reg = reg
+	return nil
+}
+
+// Close stops the gauges' callback and forgets the pool. Spans and counters keep working.
+func (o *Observer) Close() error {
+	// The callback reads the pool without o.mu: a collection running it may hold the SDK's lock
+	// that Unregister takes.
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pool.Store(nil)
+	var err error
+	if o.reg != nil {
+		err = o.reg.Unregister()
+	}
+	o.reg = nil
+	return err
+}
+
+// attemptCtx is the context an attempt runs with: the one the tracer returned, plus the span under
+// a key of our own, so that another observer starting a span after ours cannot hide it.
+type attemptCtx struct {
+	context.Context
+	span trace.Span
+	// opts backs the options slice of the tracer's Start, which would otherwise be allocated on
+	// its own: the attempt context is allocated anyway.
+	opts [2]trace.SpanStartOption
+}
+
+// internalKind is allocated once: trace.WithSpanKind boxes its value on every call.
+var internalKind = trace.WithSpanKind(trace.SpanKindInternal)
+
+type spanKey struct{}
+
+func (c *attemptCtx) Value(key any) any {
+	if key == (spanKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// AttemptStarted starts the attempt's span as a child of the span in ctx.
+func (o *Observer) AttemptStarted(ctx context.Context, a transport.AttemptInfo) context.Context {
+	ac := &attemptCtx{opts: [2]trace.SpanStartOption{internalKind, trace.WithTimestamp(a.At)}}
+	ctx, span := o.tracer.Start(ctx, SpanName, ac.opts[:]...)
+	ac.Context, ac.span = ctx, span
+	if span.IsRecording() {
+		o.startAttributes(span, &a)
+		// A probe slot taken while this exit was picked: OPEN → HALF_OPEN at a.At.
+		o.pending.claim(&a, a.At, 0, true, func(c transport.StateChange) { o.transitionEvent(span, c) })
+	}
+	return ac
+}
+
+func (o *Observer) startAttributes(span trace.Span, a *transport.AttemptInfo) {
+	host, port := splitOrigin(a.Origin, o.defaultPort)
+	kv := make([]attribute.KeyValue, 0, 12)
+	kv = append(kv,
+		AttrExit.String(a.Exit.Label()),
+		AttrTier.Int(a.Exit.Tier()),
+		AttrOrigin.String(a.Origin),
+		keyServerAddress.String(host),
+	)
+	if port > 0 {
+		kv = append(kv, keyServerPort.Int(port))
+	}
+	if a.Method != "" {
+		kv = append(kv, keyMethod.String(a.Method))
+	}
+	kv = append(kv,
+		AttrProbe.Bool(a.Probe),
+		AttrPairStateBefore.String(a.PairState.String()),
+		AttrExitStateBefore.String(a.ExitState.String()),
+	)
+	if a.DryRun {
+		kv = append(kv, AttrDryRun.Bool(true), AttrWouldRefuse.Bool(a.WouldRefuse))
+	}
+	span.SetAttributes(kv...)
+}
+
+// AttemptFinished records the attempt's verdict: span attributes and events, then the span's end,
+// the attempts counter and the duration histogram.
+func (o *Observer) AttemptFinished(ctx context.Context, r transport.AttemptResult) {
+	v := &r.Verdict
+	exit, origin := o.lab.labels(r.Exit.Label(), r.Origin)
+	outcome := v.Outcome.String()
+	o.in.attempts.Add(ctx, 1, o.lab.option(optKey{kind: kindAttempt, exit: exit, origin: origin, a: outcome, b: string(v.Class)}, buildAttempt).add...)
+	o.in.duration.Record(ctx, r.Latency.Seconds(), o.lab.option(optKey{kind: kindDuration, exit: exit, origin: origin, a: outcome}, buildDuration).rec...)
+
+	ac, _ := ctx.Value(spanKey{}).(*attemptCtx)
+	if ac == nil || !ac.span.IsRecording() {
+		if ac != nil {
+			ac.span.End()
+		}
+		return
+	}
+	span := ac.span
+	end := r.At.Add(r.Latency)
+	o.pending.claim(&r.AttemptInfo, end, finishSlack, false, func(c transport.StateChange) { o.transitionEvent(span, c) })
+	kv := make([]attribute.KeyValue, 0, 11)
+	kv = append(kv,
+		AttrPairStateAfter.String(r.PairStateAfter.String()),
+		AttrExitStateAfter.String(r.ExitStateAfter.String()),
+		AttrOutcome.String(outcome),
+		AttrClass.String(string(v.Class)),
+		AttrVerdictScope.String(v.Scope.String()),
+	)
+	if v.Soft {
+		kv = append(kv, AttrSoft.Bool(true))
+	}
+	if v.Detector != "" {
+		kv = append(kv, AttrDetector.String(v.Detector))
+	}
+	if v.RetryAfter > 0 {
+		kv = append(kv, AttrRetryAfter.Float64(v.RetryAfter.Seconds()))
+	}
+	if r.StatusCode > 0 {
+		kv = append(kv, keyStatus.Int(r.StatusCode))
+	}
+	failed := v.Outcome == transport.Transient || v.Outcome == transport.Permanent || r.Err != nil
+	if failed {
+		kv = append(kv, keyErrorType.String(string(v.Class)))
+	}
+	span.SetAttributes(kv...)
+	if failed {
+		// The class, never the error's text: messages may name hosts, and nothing that could
+		// hold a credential is exported.
+		span.SetStatus(codes.Error, string(v.Class))
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+func buildAttempt(k optKey) attribute.Set {
+	kv := exitOrigin(make([]attribute.KeyValue, 0, 4), k.exit, k.origin)
+	return attribute.NewSet(append(kv, AttrOutcome.String(k.a), AttrClass.String(k.b))...)
+}
+
+func buildDuration(k optKey) attribute.Set {
+	kv := exitOrigin(make([]attribute.KeyValue, 0, 3), k.exit, k.origin)
+	return attribute.NewSet(append(kv, AttrOutcome.String(k.a))...)
+}
+
+// transitionEvent records c on span.
+func (o *Observer) transitionEvent(span trace.Span, c transport.StateChange) {
+	kv := make([]attribute.KeyValue, 0, 11)
+	kv = append(kv,
+		AttrScope.String(c.Scope.String()),
+		AttrFrom.String(c.From.String()),
+		AttrTo.String(c.To.String()),
+		AttrCause.String(string(c.Cause)),
+	)
+	if c.Exit != nil {
+		kv = append(kv, AttrExit.String(c.Exit.Label()))
+	}
+	if c.Origin != "" {
+		kv = append(kv, AttrOrigin.String(c.Origin))
+	}
+	if c.Reason != "" {
+		kv = append(kv, AttrReason.String(c.Reason))
+	}
+	kv = append(kv, AttrTrips.Int64(int64(c.Trips)), AttrLevel.Int(c.Level))
+	if c.To == breaker.Open {
+		kv = append(kv, AttrParked.Bool(c.Parked), AttrNextProbeIn.Float64(max(c.NextProbe.Sub(c.At), 0).Seconds()))
+	}
+	span.AddEvent(EventTransition, trace.WithTimestamp(c.At), trace.WithAttributes(kv...))
+}
+
+// StateChanged counts trips and keeps the transition for the span of the attempt that caused it.
+func (o *Observer) StateChanged(c transport.StateChange) {
+	if c.To == breaker.Open {
+		o.countTrip(c)
+	}
+	o.pending.add(c)
+}
+
+func (o *Observer) countTrip(c transport.StateChange) {
+	ctx := context.Background()
+	cause, reason := string(c.Cause), c.Reason
+	if c.Scope == transport.ScopeOrigin {
+		_, origin := o.lab.labels("", c.Origin)
+		o.in.guardTrips.Add(ctx, 1, o.lab.option(optKey{kind: kindGuardTrip, origin: origin, a: cause, b: reason}, buildGuardTrip).add...)
+		return
+	}
+	exit, origin := "", ""
+	if c.Exit != nil {
+		exit = c.Exit.Label()
+	}
+	if c.Scope == transport.ScopePair {
+		exit, origin = o.lab.labels(exit, c.Origin)
+	} else {
+		exit, _ = o.lab.labels(exit, "")
+	}
+	o.in.trips.Add(ctx, 1, o.lab.option(optKey{kind: kindTrip, exit: exit, origin: origin, a: c.Scope.String(), b: cause, c: reason}, buildTrip).add...)
+}
+
+func buildTrip(k optKey) attribute.Set {
+	kv := exitOrigin(make([]attribute.KeyValue, 0, 5), k.exit, k.origin)
+	kv = append(kv, AttrScope.String(k.a), AttrCause.String(k.b))
+	if k.c != "" {
+		kv = append(kv, AttrReason.String(k.c))
+	}
+	return attribute.NewSet(kv...)
+}
+
+func buildGuardTrip(k optKey) attribute.Set {
+	kv := exitOrigin(make([]attribute.KeyValue, 0, 3), "", k.origin)
+	kv = append(kv, AttrCause.String(k.a))
+	if k.b != "" {
+		kv = append(kv, AttrReason.String(k.b))
+	}
+	return attribute.NewSet(kv...)
+}
+
+// Refused counts a request refused without an attempt and records it on the request's span.
+func (o *Observer) Refused(ctx context.Context, origin string, err error) {
+	reason, retryIn := RefusalOther, time.Duration(-1)
+	var nh *transport.NoHealthyExitError
+	var ou *transport.OriginUnhealthyError
+	var th *transport.ThrottledError
+	switch {
+	case errors.As(err, &nh):
+		reason, retryIn = RefusalNoHealthyExit, nh.RetryIn
+	case errors.As(err, &ou):
+		reason, retryIn = RefusalOriginUnhealthy, ou.RetryIn
+	case errors.As(err, &th):
+		reason, retryIn = RefusalThrottled, th.RetryIn
+	}
+	_, label := o.lab.labels("", origin)
+	o.in.refusals.Add(ctx, 1, o.lab.option(optKey{kind: kindRefusal, origin: label, a: reason}, buildRefusal).add...)
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	host, port := splitOrigin(origin, o.defaultPort)
+	kv := make([]attribute.KeyValue, 0, 6)
+	kv = append(kv, AttrRefusal.String(reason), AttrOrigin.String(origin), keyServerAddress.String(host))
+	if port > 0 {
+		kv = append(kv, keyServerPort.Int(port))
+	}
+	if retryIn >= 0 {
+		kv = append(kv, AttrRetryIn.Float64(retryIn.Seconds()))
+	}
+	span.AddEvent(EventRefused, trace.WithAttributes(kv...))
+}
+
+func buildRefusal(k optKey) attribute.Set {
+	kv := exitOrigin(make([]attribute.KeyValue, 0, 2), "", k.origin)
+	return attribute.NewSet(append(kv, AttrRefusal.String(k.a))...)
+}
+
+// Throttled records how long a request waited for a rate-limit token, and an event on the span in
+// ctx.
+func (o *Observer) Throttled(ctx context.Context, t transport.Throttle) {
+	exit := ""
+	if t.Exit != nil {
+		exit = t.Exit.Label()
+	}
+	exit, origin := o.lab.labels(exit, t.Origin)
+	o.in.wait.Record(ctx, t.Waited.Seconds(), o.lab.option(optKey{kind: kindWait, exit: exit, origin: origin, a: t.Scope, b: strconv.FormatBool(t.Refused)}, buildWait).rec...)
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	kv := []attribute.KeyValue{AttrLimitScope.String(t.Scope), AttrWaited.Float64(t.Waited.Seconds()), AttrLimitRefused.Bool(t.Refused)}
+	if t.Exit != nil {
+		kv = append(kv, AttrExit.String(t.Exit.Label()))
+	}
+	span.AddEvent(EventThrottled, trace.WithAttributes(kv...))
+}
+
+func buildWait(k optKey) attribute.Set {
+	kv := exitOrigin(make([]attribute.KeyValue, 0, 4), k.exit, k.origin)
+	return attribute.NewSet(append(kv, AttrLimitScope.String(k.a), AttrLimitRefused.Bool(k.b == "true"))...)
+}

@@ -1,0 +1,244 @@
+package otelbreaker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/otelbreaker"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// This file holds the test bench: a transport over a scripted base RoundTripper (no network) on a
+// fake clock, observed by an otelbreaker.Observer wired to the real OTel SDK.
+
+// t0 is the instant the fake clock starts at; steps are scheduled as offsets from it.
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// reply is what the scripted base answers one request with.
+type reply struct {
+	Status int // 0 means 200, unless Err is set
+	Header http.Header
+	Err    error
+	// Took advances the fake clock before the base answers: the attempt's latency.
+	Took time.Duration
+}
+
+// timeoutErr is shaped like the error net/http returns when a read times out.
+var timeoutErr = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+
+// script is a base http.RoundTripper answering by (exit label, request host). It behaves like
+// net/http where the transport's contract is concerned: it answers through the exit in the
+// request's context only, sets resp.Request and never returns a nil Body.
+type script struct {
+	clock *clock.Fake
+	mu    sync.Mutex
+	rules map[[2]string]reply // {exit label, host}; "*" matches any
+	calls []string            // "exit→host"
+}
+
+func (s *script) on(exit, host string, r reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rules[[2]string{exit, host}] = r
+}
+
+func (s *script) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	e, ok := transport.ExitFromContext(req.Context())
+	if !ok {
+		return nil, errors.New("script: request carries no exit: it would go direct")
+	}
+	s.mu.Lock()
+	s.calls = append(s.calls, e.Label()+"→"+req.URL.Host)
+	r, found := reply{}, false
+	for _, k := range [][2]string{{e.Label(), req.URL.Host}, {e.Label(), "*"}, {"*", req.URL.Host}, {"*", "*"}} {
+		if r, found = s.rules[k]; found {
+			break
+		}
+	}
+	s.mu.Unlock()
+	if r.Took > 0 {
+		s.clock.Advance(r.Took)
+	}
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	status := r.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	h := http.Header{}
+	for k, v := range r.Header {
+		h[k] = append([]string(nil), v...)
+	}
+	return &http.Response{
+		Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), StatusCode: status,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
+		Body: io.NopCloser(strings.NewReader("ok")), ContentLength: 2, Request: req,
+	}, nil
+}
+
+// bench is a transport with three exits on a fake clock, observed through the real SDK.
+type bench struct {
+	t      *testing.T
+	clock  *clock.Fake
+	base   *script
+	tr     *transport.Transport
+	obs    *otelbreaker.Observer
+	spans  *tracetest.SpanRecorder
+	reader *sdkmetric.ManualReader
+	tracer trace.Tracer // makes the requests' parent spans
+}
+
+// Passwords the bench's exits dial with: no exported telemetry may contain them.
+const (
+	alphaPass   = "alpha-S3cret!pw"
+	bravoPass   = "bravo-S3cret!pw"
+	charliePass = "charlie-S3cret!pw"
+)
+
+var passwords = []string{alphaPass, bravoPass, charliePass}
+
+// benchExits are alpha (tier 0), bravo (tier 1) and charlie (tier 2): the lowest tier with a ready
+// exit serves, so which exit carries each request is decided by the breakers alone.
+func benchExits() []*transport.Exit {
+	return []*transport.Exit{
+		transport.MustParseExit("http://alpha-user:" + alphaPass + "@10.0.0.1:3128").WithLabel("alpha").WithTier(0),
+		transport.MustParseExit("http://bravo-user:" + bravoPass + "@10.0.0.2:3128").WithLabel("bravo").WithTier(1),
+		transport.MustParseExit("10.0.0.3:3128:charlie-user:" + charliePass).WithLabel("charlie").WithTier(2),
+	}
+}
+
+// newBench builds the bench. Breaker jitter is off so every OPEN window is exact; the origin
+// guard's jitter cannot be turned off, so its probe instant is read from the pool's snapshot.
+func newBench(t *testing.T, obsOpts ...otelbreaker.Option) *bench {
+	t.Helper()
+	return newBenchWith(t, benchExits(), obsOpts...)
+}
+
+// newBenchWith is newBench over the given exits.
+func newBenchWith(t *testing.T, exits []*transport.Exit, obsOpts ...otelbreaker.Option) *bench {
+	t.Helper()
+	return newBenchFull(t, exits, nil, obsOpts...)
+}
+
+// newBenchFull is newBenchWith with more transport options, applied last.
+func newBenchFull(t *testing.T, exits []*transport.Exit, trOpts []transport.Option, obsOpts ...otelbreaker.Option) *bench {
+	t.Helper()
+	b := &bench{t: t, clock: clock.NewFake(t0), spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
+	b.base = &script{clock: b.clock, rules: map[[2]string]reply{}}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b.spans), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(b.reader))
+	t.Cleanup(func() {
+		tp.Shutdown(context.Background())
+		mp.Shutdown(context.Background())
+	})
+	b.tracer = tp.Tracer("test")
+	obs, err := otelbreaker.New(append([]otelbreaker.Option{
+		otelbreaker.WithTracerProvider(tp), otelbreaker.WithMeterProvider(mp),
+	}, obsOpts...)...)
+	if err != nil {
+		t.Fatalf("otelbreaker.New: %v", err)
+	}
+	b.obs = obs
+	exitSettings := transport.DefaultExitSettings()
+	exitSettings.Jitter = -1
+	tr, err := transport.New(append([]transport.Option{
+		transport.WithExits(exits...),
+		transport.WithBase(b.base),
+		transport.WithClock(b.clock),
+		transport.WithObserver(obs),
+		transport.WithBreakerSettings(breaker.Settings{Jitter: -1}),
+		transport.WithExitBreakerSettings(exitSettings),
+		transport.WithIdleTTL(1000 * time.Hour),
+		transport.WithHeaderTimeout(-1),
+	}, trOpts...)...)
+	if err != nil {
+		t.Fatalf("transport.New: %v", err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	b.tr = tr
+	if err := obs.Register(tr.Pool()); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	t.Cleanup(func() { obs.Close() })
+	return b
+}
+
+// result is one request's outcome as the bench saw it.
+type result struct {
+	parent trace.SpanContext
+	exit   string // "" when refused
+	status int
+	err    error
+}
+
+// get sends GET rawURL at t0+at inside a parent span named "request", reads and closes the body.
+func (b *bench) get(at time.Duration, rawURL string) result {
+	b.t.Helper()
+	b.clock.Set(t0.Add(at))
+	ctx, parent := b.tracer.Start(context.Background(), "request")
+	defer parent.End()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	r := result{parent: parent.SpanContext()}
+	resp, err := b.tr.RoundTrip(req)
+	if err != nil {
+		var ae *transport.AttemptError
+		if errors.As(err, &ae) {
+			r.exit = ae.Exit
+		}
+		r.err = err
+		return r
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	r.status = resp.StatusCode
+	if e := transport.ExitFromResponse(resp); e != nil {
+		r.exit = e.Label()
+	}
+	return r
+}
+
+// collect reads every metric at t0+at.
+func (b *bench) collect(at time.Duration) metricdata.ResourceMetrics {
+	b.t.Helper()
+	b.clock.Set(t0.Add(at))
+	var rm metricdata.ResourceMetrics
+	if err := b.reader.Collect(context.Background(), &rm); err != nil {
+		b.t.Fatalf("Collect: %v", err)
+	}
+	return rm
+}
+
+// attemptSpans returns the ended attempt spans, in the order they ended.
+func (b *bench) attemptSpans() []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range b.spans.Ended() {
+		if s.Name() == otelbreaker.SpanName {
+			out = append(out, s)
+		}
+	}
+	return out
+}

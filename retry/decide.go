@@ -1,0 +1,161 @@
+package retry
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// Decision is what the outcome of one attempt means for a retry layer.
+type Decision struct {
+	// Retry reports whether another attempt may succeed: the exit failed the request (transiently,
+	// or for good: another exit may carry it), no exit was ready yet, the origin guard or a rate
+	// limit held the request back. It is false for successes (whatever the origin answered: a 404
+	// is the origin's word), for neutral outcomes (a 500 from the origin's own bug, the caller's
+	// cancellation), for origin-scoped permanent failures, for an empty pool and for errors that did
+	// not come from a transport.Transport.
+	Retry bool
+	// Wait is the least time before a retry can go out at all: the soonest probe when no exit was
+	// ready (NoHealthyExitError.RetryIn), the origin guard's next probe (OriginUnhealthyError.RetryIn),
+	// the next token (ThrottledError.RetryIn), or an origin-scoped failure's Retry-After. Zero means
+	// at once: the retry goes out through another exit.
+	Wait time.Duration
+	// Verdict is how the transport classified the attempt. A refusal without an attempt (no exit,
+	// origin unhealthy, throttled) has Class transport.ClassNotAttempted. Verdict.RetryAfter is the
+	// origin's Retry-After for the exit that failed; the pair's breaker already keeps that exit away
+	// for that long, so a retry through another exit need not wait it (Settings.WaitRetryAfter).
+	Verdict transport.Verdict
+	// Exit is the label of the exit that carried the attempt; empty when none did.
+	Exit string
+	// Origin is the origin the request was for: the transport's origin key when its error says it,
+	// else the response URL's host (transport.OriginHost).
+	Origin string
+}
+
+// Decide says what resp and err, as an http.Client over a transport.Transport returned them, mean
+// for a retry. A response that did not come through a Transport is judged by its status alone:
+// 429, 502, 503 and 504 are worth a retry (honouring Retry-After), anything else is not.
+func Decide(resp *http.Response, err error) Decision {
+	if err != nil {
+		return decideError(err)
+	}
+	if resp == nil {
+		return Decision{}
+	}
+	v, ok := transport.VerdictFromResponse(resp)
+	if !ok {
+		v = statusVerdict(resp)
+	}
+	d := DecideVerdict(v)
+	if e := transport.ExitFromResponse(resp); e != nil {
+		d.Exit = e.Label()
+	}
+	if resp.Request != nil && resp.Request.URL != nil {
+		d.Origin = transport.OriginHost(resp.Request.URL)
+	}
+	return d
+}
+
+// DecideVerdict says what an attempt the transport classified as v means for a retry, whatever
+// carried it: a response or an error.
+//
+//	outcome     scope          retry?  wait
+//	success     any            no      -
+//	neutral     any            no      -
+//	transient   pair or exit   yes     0: another exit (v.RetryAfter is the failed exit's)
+//	transient   origin         yes     v.RetryAfter
+//	permanent   pair or exit   yes     0: the exit is parked, another carries the request
+//	permanent   origin         no      -
+func DecideVerdict(v transport.Verdict) Decision {
+	d := Decision{Verdict: v}
+	switch v.Outcome {
+	case transport.Transient:
+		d.Retry = true
+		if v.Scope == transport.ScopeOrigin {
+			d.Wait = v.RetryAfter
+		}
+	case transport.Permanent:
+		d.Retry = v.Scope != transport.ScopeOrigin
+	}
+	return d
+}
+
+func decideError(err error) Decision {
+	var (
+		ae *transport.AttemptError
+		nh *transport.NoHealthyExitError
+		ou *transport.OriginUnhealthyError
+		th *transport.ThrottledError
+	)
+	refused := Decision{Verdict: transport.Verdict{Outcome: transport.Neutral, Class: transport.ClassNotAttempted}}
+	switch {
+	case errors.As(err, &ae):
+		d := DecideVerdict(ae.Verdict)
+		d.Exit, d.Origin = ae.Exit, ae.Origin
+		return d
+	case errors.As(err, &nh):
+		refused.Origin = nh.Origin
+		refused.Retry = nh.Exits > 0 // an empty pool stays empty
+		refused.Wait = nh.RetryIn
+		return refused
+	case errors.As(err, &ou):
+		refused.Origin = ou.Origin
+		refused.Retry, refused.Wait = true, ou.RetryIn
+		return refused
+	case errors.As(err, &th):
+		refused.Origin = th.Origin
+		refused.Retry = th.Err == nil // Err set: the caller gave up while it waited
+		refused.Wait = th.RetryIn
+		return refused
+	}
+	// Not the transport's: the caller's cancellation, a redirect policy, a malformed request, a
+	// closed transport. Retrying cannot help.
+	return Decision{Verdict: transport.Verdict{Outcome: transport.Neutral, Class: transport.ClassError}}
+}
+
+// statusVerdict judges a response that did not come through a Transport by its status alone.
+func statusVerdict(resp *http.Response) transport.Verdict {
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		ra, _ := transport.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return transport.Verdict{Outcome: transport.Transient, Class: transport.ClassError, RetryAfter: ra}
+	}
+	return transport.Verdict{Outcome: transport.Success}
+}
+
+// Exponential returns the exponential backoff with jitter before retry number attempt (0 for the
+// first retry): d = min·2^attempt, capped at max, then a uniform draw in [d/2, d] taken from u, a
+// number in [0, 1). Half the delay is certain, so waits still grow; the other half spreads
+// requests that failed together. It returns 0 when min or max is not positive, and never more
+// than max.
+func Exponential(min, max time.Duration, attempt int, u float64) time.Duration {
+	if min <= 0 || max <= 0 {
+		return 0
+	}
+	d := min
+	for i := 0; i < attempt && d < max; i++ {
+		if d > max/2 {
+			d = max
+			break
+		}
+		d *= 2
+	}
+	d = minDuration(d, max)
+	if u < 0 || u != u {
+		u = 0
+	}
+	if u >= 1 {
+		u = 1
+	}
+	half := d / 2
+	return half + time.Duration(u*float64(d-half))
+}
+
+func minDuration(a, b time.Duration) time.Duration {
+	if a < b {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,98 @@
+package retry
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// ResponseError is a response the transport judged a failure of the exit that carried it: a 429,
+// a challenge page, a 407 from the proxy, a 502/503/504. Policy.CheckRetry returns it beside its
+// decision to retry, so a client that runs out of retries reports what the last one was (go-
+// retryablehttp wraps it: "giving up after 5 attempt(s): retry: via …").
+type ResponseError struct {
+	Exit       string // the exit's label
+	Origin     string
+	StatusCode int
+	Verdict    transport.Verdict
+}
+
+func (e *ResponseError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "retry: via %s to %s: %d %s: %s", e.Exit, e.Origin, e.StatusCode, http.StatusText(e.StatusCode), e.Verdict.Class)
+	if e.Verdict.Detector != "" {
+		fmt.Fprintf(&b, " (%s)", e.Verdict.Detector)
+	}
+	if e.Verdict.RetryAfter > 0 {
+		fmt.Fprintf(&b, ", retry after %v", e.Verdict.RetryAfter)
+	}
+	return b.String()
+}
+
+// Failure is one failed attempt of a request, as a GiveUpError lists it.
+type Failure struct {
+	Exit    string // the exit's label
+	Verdict transport.Verdict
+	Err     error // the *transport.AttemptError (through the client's wrapping) or *ResponseError
+}
+
+// GiveUpError is what Policy.CheckRetry returns when it stops before the client's RetryMax
+// because waiting could not help in time: no exit (or the origin, or a token) will be ready
+// within the longest a retry may wait. The typical case is a pool whose every exit the proxy
+// provider refuses (407): each exit is parked for breaker.Settings.ParkFor, and the soonest probe
+// is minutes away.
+//
+// errors.As finds Err's types (*transport.NoHealthyExitError and the like) and those of every
+// listed failure (*transport.AttemptError, *transport.ProxyConnectError, *ResponseError) through it.
+type GiveUpError struct {
+	Origin   string
+	Wait     time.Duration // until something may be tried again
+	MaxWait  time.Duration // the longest a retry may wait
+	Failures []Failure     // this request's failed attempts, oldest first (the last MaxFailures)
+	Err      error         // the refusal that stopped the retries, as the client returned it
+}
+
+// MaxFailures is how many failed attempts a request remembers for its GiveUpError.
+const MaxFailures = 8
+
+func (e *GiveUpError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "retry: giving up on %s: nothing ready for %v, longer than the %v a retry may wait",
+		e.Origin, e.Wait.Round(time.Millisecond), e.MaxWait)
+	if len(e.Failures) > 0 {
+		b.WriteString("; failed attempts:")
+		permanent := true
+		for i, f := range e.Failures {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, " %s via %s", f.Verdict.Class, f.Exit)
+			permanent = permanent && f.Verdict.Outcome == transport.Permanent
+		}
+		if permanent {
+			b.WriteString(" (every exit tried failed for good: check the proxies and their credentials)")
+		}
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the refusal, then the failures' errors, for errors.Is and errors.As.
+func (e *GiveUpError) Unwrap() []error {
+	errs := make([]error, 0, 1+len(e.Failures))
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	for _, f := range e.Failures {
+		if f.Err != nil {
+			errs = append(errs, f.Err)
+		}
+	}
+	return errs
+}

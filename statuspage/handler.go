@@ -1,0 +1,185 @@
+package statuspage
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// DefaultMaxPairs is how many pair rows a page shows by default: the most severe first.
+const DefaultMaxPairs = 1000
+
+// Source is what the page shows. *transport.Pool implements it.
+type Source interface {
+	Snapshot() transport.Snapshot
+}
+
+// Handler serves the breaker table: as JSON when the query has format=json or the request
+// prefers application/json, else as an HTML page. It answers GET and HEAD. It is safe for
+// concurrent use; each request reads one snapshot.
+type Handler struct {
+	src      Source
+	title    string
+	refresh  time.Duration
+	maxPairs int
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// Option configures a Handler.
+type Option interface{ apply(*Handler) error }
+
+type optionFunc func(*Handler) error
+
+func (f optionFunc) apply(h *Handler) error { return f(h) }
+
+// WithTitle sets the HTML page's title. Default "proxybreaker".
+func WithTitle(title string) Option {
+	return optionFunc(func(h *Handler) error { h.title = title; return nil })
+}
+
+// WithRefresh makes the HTML page reload itself every d (a meta refresh), rounded to whole
+// seconds, at least one. Default: no reload.
+func WithRefresh(d time.Duration) Option {
+	return optionFunc(func(h *Handler) error {
+		if d < 0 {
+			return fmt.Errorf("statuspage: WithRefresh(%v): must not be negative", d)
+		}
+		h.refresh = d
+		return nil
+	})
+}
+
+// WithMaxPairs bounds the pair rows of a page: a pool can track millions of pairs. The most
+// severe rows are kept; Summary.PairsOmitted counts the rest. Default DefaultMaxPairs; negative
+// shows all.
+func WithMaxPairs(n int) Option {
+	return optionFunc(func(h *Handler) error { h.maxPairs = n; return nil })
+}
+
+// New returns a Handler showing src.
+func New(src Source, opts ...Option) (*Handler, error) {
+	if src == nil {
+		return nil, errors.New("statuspage: New: nil source")
+	}
+	h := &Handler{src: src, title: "proxybreaker", maxPairs: DefaultMaxPairs}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o.apply(h); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// Table returns the table the page would show now.
+func (h *Handler) Table() Table { return BuildTable(h.src.Snapshot(), h.maxPairs) }
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	t := h.Table()
+	var buf bytes.Buffer
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Vary", "Accept")
+	if wantsJSON(r) {
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(t); err != nil {
+			http.Error(w, "statuspage: encoding the table failed", http.StatusInternalServerError)
+			return
+		}
+		hdr.Set("Content-Type", "application/json")
+	} else {
+		if err := page.Execute(&buf, pageData{Title: h.title, Refresh: refreshSeconds(h.refresh), Table: t}); err != nil {
+			http.Error(w, "statuspage: rendering the page failed", http.StatusInternalServerError)
+			return
+		}
+		hdr.Set("Content-Type", "text/html; charset=utf-8")
+		hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	}
+	hdr.Set("Content-Length", strconv.Itoa(buf.Len()))
+	if r.Method == http.MethodHead {
+		return
+	}
+	w.Write(buf.Bytes())
+}
+
+// wantsJSON reports whether the request asks for JSON: format=json, or an Accept header that
+// ranks application/json above text/html. format=html asks for the page.
+func wantsJSON(r *http.Request) bool {
+	switch r.URL.Query().Get("format") {
+	case "json":
+		return true
+	case "html":
+		return false
+	}
+	jsonQ, htmlQ := -1.0, -1.0
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && f <= 1 {
+				q = f
+			}
+		}
+		switch mt {
+		case "application/json":
+			jsonQ = math.Max(jsonQ, q)
+		case "text/html":
+			htmlQ = math.Max(htmlQ, q)
+		}
+	}
+	return jsonQ > 0 && jsonQ > htmlQ
+}
+
+func refreshSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return max(int(d.Round(time.Second)/time.Second), 1)
+}
+
+type pageData struct {
+	Title   string
+	Refresh int
+	Table   Table
+}
+
+//go:embed page.html
+var pageHTML string
+
+var page = template.Must(template.New("page").Funcs(template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("15:04:05 MST")
+	},
+	"stamp": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"secs": func(s float64) string {
+		return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+	},
+}).Parse(pageHTML))
