@@ -6,10 +6,12 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Bucket is one token bucket: a *rate.Limiter with a peek that takes nothing. A nil *Bucket is
-// no limit: always ready, never takes. Safe for concurrent use.
+// Bucket is one token bucket: a *rate.Limiter with a peek that takes nothing, or a Source kept
+// elsewhere (SourceBucket). A nil *Bucket is no limit: always ready, never takes. Safe for
+// concurrent use.
 type Bucket struct {
 	lim *rate.Limiter
+	src Source // when set, lim is nil and the tokens are the source's
 }
 
 // NewBucket returns a full bucket shaped by l, or nil for the zero Limit.
@@ -26,6 +28,9 @@ func (b *Bucket) Ready(now time.Time) (ok bool, at time.Time) {
 	if b == nil {
 		return true, time.Time{}
 	}
+	if b.src != nil {
+		return b.src.Ready(now)
+	}
 	tokens := b.lim.TokensAt(now)
 	if tokens >= 1 {
 		return true, time.Time{}
@@ -37,6 +42,9 @@ func (b *Bucket) Ready(now time.Time) (ok bool, at time.Time) {
 func (b *Bucket) Limit() rate.Limit {
 	if b == nil {
 		return rate.Inf
+	}
+	if b.src != nil {
+		return b.src.Limit()
 	}
 	return b.lim.Limit()
 }
@@ -57,7 +65,42 @@ func tokenWait(r rate.Limit, missing float64) time.Duration {
 // again without losing tokens. With one bucket it is rate.Limiter.AllowN; with several it reserves
 // each in turn (rate.Limiter.ReserveN) and cancels the ones it holds when a later one has no token
 // now. It does not allocate: the reservations stay on the stack.
+//
+// Buckets backed by a Source are taken from first; when a local bucket then has no token, their
+// tokens are given back (Source.Return).
 func Take(now time.Time, a, b, c *Bucket) bool {
+	if a.source() != nil || b.source() != nil || c.source() != nil {
+		sa, sb, sc := a.source(), b.source(), c.source()
+		if !takeSources(now, sa, sb, sc) {
+			return false
+		}
+		if !takeLocal(now, a.local(), b.local(), c.local()) {
+			returnSources(now, sa, sb, sc)
+			return false
+		}
+		return true
+	}
+	return takeLocal(now, a, b, c)
+}
+
+// source returns b's Source, nil for a nil or local bucket.
+func (b *Bucket) source() Source {
+	if b == nil {
+		return nil
+	}
+	return b.src
+}
+
+// local returns b if it is a local bucket, nil otherwise.
+func (b *Bucket) local() *Bucket {
+	if b == nil || b.src != nil {
+		return nil
+	}
+	return b
+}
+
+// takeLocal is Take for buckets that are all local (or nil).
+func takeLocal(now time.Time, a, b, c *Bucket) bool {
 	// Compact the buckets that apply into x, y, z.
 	var x, y, z *rate.Limiter
 	for _, bk := range [...]*Bucket{a, b, c} {

@@ -19,6 +19,13 @@
 // taken from (Take), all or none. When no ready exit has a token, the transport waits for the
 // soonest one, bounded by the request's context, or fails fast if told to.
 //
+// # Budgets kept elsewhere
+//
+// An exit's budget is often the provider's, per exit and not per process. Limits.ExitSource lets
+// a fleet store (store/redis) back each exit's bucket with a Source — tokens leased from a shared
+// bucket ahead of need — which the picker peeks at and takes from exactly like a local bucket,
+// without a lock, an allocation or a round trip.
+//
 // # Adaptive pace
 //
 // A 429 or a challenge page through a pair cuts that pair's rate to half (never below the floor

@@ -31,8 +31,17 @@ func (g *Gate) ExitLimit(label string) Limit {
 	return g.l.PerExit
 }
 
-// ExitBucket returns a new bucket for the exit labelled label, nil if it is not limited.
-func (g *Gate) ExitBucket(label string) *Bucket { return NewBucket(g.ExitLimit(label)) }
+// ExitBucket returns a new bucket for the exit labelled label, nil if it is not limited. With
+// Limits.ExitSource set, a limited exit's bucket draws from the Source it returns (when not nil).
+func (g *Gate) ExitBucket(label string) *Bucket {
+	l := g.ExitLimit(label)
+	if g.l.ExitSource != nil && !l.IsZero() && l.Rate != rate.Inf {
+		if s := g.l.ExitSource(label, l); s != nil {
+			return SourceBucket(s)
+		}
+	}
+	return NewBucket(l)
+}
 
 // OriginBucket returns a new bucket for origin, nil if it is not limited.
 func (g *Gate) OriginBucket(origin string) *Bucket {

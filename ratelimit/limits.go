@@ -56,6 +56,11 @@ type Limits struct {
 	// FailFast makes a request that finds no token fail at once with a *ThrottledError that says
 	// how long it would have waited, instead of waiting.
 	FailFast bool
+	// ExitSource, when set, is asked once per limited exit (as the exit joins the pool) for a Source
+	// to draw that exit's tokens from instead of a local bucket — a fleet's shared budget, such as
+	// store/redis's (*Store).ExitSource. PerExit and Exits then describe the budget the Source
+	// enforces, and the Source may answer nil to keep a local bucket. Nil: every bucket is local.
+	ExitSource func(label string, l Limit) Source
 }
 
 // Adaptive tunes AIMD per pair. Zero values mean the defaults.

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/proxybreaker/proxybreaker/internal/servertest"
+)
+
+// TestRun runs the example as `go run ./examples/fleet` does — starting its own redis-server —
+// and checks what it says it shows: the parked exit and the trip reach the other member, the fleet
+// sends one probe, no request fails (during the probe or the outage), and it ends by itself.
+func TestRun(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	if _, err := findRedisServer(); err != nil {
+		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
+			t.Fatalf("%v; CI must install redis-server", err)
+		}
+		t.Skip(err)
+	}
+	var out bytes.Buffer
+	start := time.Now()
+	if err := run(context.Background(), config{}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("run took %v, want about ten seconds", d)
+	}
+	text := out.String()
+	t.Logf("output:\n%s", text)
+	for _, want := range []string{
+		"b parked it too",
+		"b opened it with the same window",
+		"none through res-2 or bad-auth",
+		"the shop saw 1 probe(s) through res-2",
+		"no request failed",
+		"degraded, serving on local state",
+		"in step with the fleet again",
+		" 0 failed",
+		"done",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+// TestRunWithRedisFlag: with -redis the example uses that server and skips the outage step.
+func TestRunWithRedisFlag(t *testing.T) {
+	addr := servertest.Redis(t) // first: its process waiter ends at cleanup, after the leak check
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var out bytes.Buffer
+	if err := run(context.Background(), config{Redis: addr}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	if !strings.Contains(text, "using the Redis at "+addr) || strings.Contains(text, "killed") || !strings.Contains(text, "done") {
+		t.Errorf("output:\n%s\nwant the given Redis used, no outage step, and done", text)
+	}
+}

@@ -1,0 +1,129 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/ratelimit"
+	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
+	redisstore "github.com/proxybreaker/proxybreaker/store/redis"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// fleetLimits returns the option that makes every exit's PerExit limit l a fleet budget drawn
+// from st.
+func fleetLimits(l ratelimit.Limit) func(st *redisstore.Store) transport.Option {
+	return func(st *redisstore.Store) transport.Option {
+		return transport.WithRateLimits(ratelimit.Limits{PerExit: l, ExitSource: st.ExitSource})
+	}
+}
+
+// TestFleetRateLimitHoldsCombinedRate: two members send as fast as they can through the same exit,
+// whose fleet budget is 200 requests a second with a burst of 20. Together they get at most
+// rate × elapsed + burst through it — not twice that — and not much less.
+func TestFleetRateLimitHoldsCombinedRate(t *testing.T) {
+	const (
+		ratePerSec = 200
+		burst      = 20
+		run        = 2 * time.Second
+		workers    = 4
+	)
+	addr := servertest.Redis(t)
+	cfg := memberConfig{
+		exits: 1, real: true, limits: fleetLimits(ratelimit.PerSecond(ratePerSec, burst)),
+		// A late lease would let the local fallback serve (and the fleet exceed its budget, as
+		// designed for outages): the race detector on a loaded machine can delay the lease loop
+		// past the default 50 ms, so this test gives it a second.
+		settings: redisstore.Settings{LeaseWait: time.Second},
+	}
+	a := newMember(t, addr, "a", cfg)
+	b := newMember(t, addr, "b", cfg)
+	a.waitHealthy(t)
+	b.waitHealthy(t)
+
+	var (
+		wg        sync.WaitGroup
+		ok        [2]atomic.Int64
+		throttled atomic.Int64
+		mu        sync.Mutex
+		failures  []error
+	)
+	start := time.Now()
+	deadline := start.Add(run)
+	var lastOK atomic.Int64
+	for i, m := range []*member{a, b} {
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) {
+					ctx, cancel := context.WithDeadline(context.Background(), deadline)
+					_, err := storetest.Get(ctx, m.tr, urlA)
+					cancel()
+					switch {
+					case err == nil:
+						ok[i].Add(1)
+						lastOK.Store(time.Now().UnixNano())
+					case errors.Is(err, transport.ErrThrottled):
+						throttled.Add(1)
+					default:
+						mu.Lock()
+						failures = append(failures, err)
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	elapsed := time.Unix(0, lastOK.Load()).Sub(start)
+	total := ok[0].Load() + ok[1].Load()
+	limit := int64(ratePerSec*elapsed.Seconds()) + burst
+	leases := a.st.Stats().Leases + b.st.Stats().Leases
+	t.Logf("in %v: a %d, b %d, together %d requests (%.0f/s), at most %d allowed; %d refused after waiting; %d lease round trips (%.0f per 1,000 requests, saturated)",
+		elapsed.Round(time.Millisecond), ok[0].Load(), ok[1].Load(), total, float64(total)/elapsed.Seconds(), limit,
+		throttled.Load(), leases, float64(leases)*1000/float64(total))
+	if total > limit {
+		t.Errorf("the fleet sent %d requests through x0 in %v, want at most rate × elapsed + burst = %d", total, elapsed, limit)
+	}
+	if min := int64(0.6 * ratePerSec * run.Seconds()); total < min {
+		t.Errorf("the fleet sent only %d requests in %v, want at least %d (60%% of the budget)", total, run, min)
+	}
+	if ok[0].Load() == 0 || ok[1].Load() == 0 {
+		t.Errorf("one member got nothing: a %d, b %d", ok[0].Load(), ok[1].Load())
+	}
+	if f := a.st.Stats().FallbackTakes + b.st.Stats().FallbackTakes; f != 0 {
+		t.Errorf("%d tokens came from the fallback buckets while Redis answered", f)
+	}
+	if len(failures) > 0 {
+		t.Errorf("%d requests failed otherwise, first: %v", len(failures), failures[0])
+	}
+}
+
+// TestFleetBucketDoesNotAllocate: peeking at and taking from a fleet bucket costs no allocation,
+// as a local bucket's does not: the pick path stays allocation-free.
+func TestFleetBucketDoesNotAllocate(t *testing.T) {
+	addr := servertest.Redis(t)
+	m := newMember(t, addr, "a", memberConfig{exits: 1, real: true})
+	m.waitHealthy(t)
+	src := m.st.ExitSource("x0", ratelimit.PerSecond(1e6, 100000))
+	b := ratelimit.SourceBucket(src)
+	if _, ok := storetest.Eventually(5*time.Second, func() bool { return ratelimit.Take(time.Now(), b, nil, nil) }); !ok {
+		t.Fatal("no token was ever leased")
+	}
+	local := ratelimit.NewBucket(ratelimit.PerSecond(1e9, 1e9))
+	now := time.Now()
+	if n := testing.AllocsPerRun(1000, func() {
+		b.Ready(now)
+		if ratelimit.Take(now, b, local, nil) {
+			return
+		}
+	}); n != 0 {
+		t.Errorf("Ready and Take on a fleet bucket allocate %v times, want 0", n)
+	}
+}

@@ -1,0 +1,335 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/store"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// Defaults for Settings.
+const (
+	DefaultFlushInterval = 500 * time.Millisecond
+	DefaultQueueSize     = 4096
+	DefaultBusyTimeout   = 5 * time.Second
+	DefaultRetention     = 7 * 24 * time.Hour
+	// CommitAllowance is what DurabilityBound adds to the flush interval for the commit itself
+	// (a WAL append: milliseconds, more on a loaded machine).
+	CommitAllowance = 250 * time.Millisecond
+)
+
+// Settings tune a Store. The zero value means every default.
+type Settings struct {
+	// FlushInterval is how long the first transition of a batch may wait before the batch is
+	// committed; a kill -9 loses at most about this much (see DurabilityBound). Default 500 ms;
+	// negative is an error.
+	FlushInterval time.Duration
+	// QueueSize is how many transitions may wait for the writer; past it, the next flush writes a
+	// full snapshot instead (nothing is lost). Default 4096; negative is an error.
+	QueueSize int
+	// BusyTimeout is how long Open, and each flush, wait for a write lock another connection holds
+	// before reporting ErrLocked. Default 5 s; negative is an error.
+	BusyTimeout time.Duration
+	// Retention: at Attach, rows whose OPEN window ended, or that were last changed, longer ago than
+	// this are dropped (an exit gone from the pool for a week is not coming back with its state).
+	// Default 7 days; negative is an error.
+	Retention time.Duration
+	// StartFresh: when the file is corrupt or of another schema (ErrCorrupt, ErrSchema), rename it
+	// aside to PATH.bad-TIMESTAMP (with its -wal and -shm files), log a warning and start an empty
+	// file, instead of failing. A locked file is an error all the same.
+	StartFresh bool
+	// Sync commits with synchronous=FULL (an fsync per commit), so that commits also survive a power
+	// cut or kernel crash. Default synchronous=NORMAL, which survives a killed process.
+	Sync bool
+	// Clock must be the pool's clock: restored windows are compared with its now. Default
+	// clock.System. Flushes run on real time whatever the clock.
+	Clock clock.Clock
+	// Logger receives warnings (a file started fresh, a queue overflow, a failed flush). Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+func (s *Settings) fill() error {
+	var errs []error
+	if s.FlushInterval < 0 {
+		errs = append(errs, fmt.Errorf("sqlitestore: FlushInterval %v is negative", s.FlushInterval))
+	}
+	if s.QueueSize < 0 {
+		errs = append(errs, fmt.Errorf("sqlitestore: QueueSize %d is negative", s.QueueSize))
+	}
+	if s.BusyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("sqlitestore: BusyTimeout %v is negative", s.BusyTimeout))
+	}
+	if s.Retention < 0 {
+		errs = append(errs, fmt.Errorf("sqlitestore: Retention %v is negative", s.Retention))
+	}
+	if s.FlushInterval == 0 {
+		s.FlushInterval = DefaultFlushInterval
+	}
+	if s.QueueSize == 0 {
+		s.QueueSize = DefaultQueueSize
+	}
+	if s.BusyTimeout == 0 {
+		s.BusyTimeout = DefaultBusyTimeout
+	}
+	if s.Retention == 0 {
+		s.Retention = DefaultRetention
+	}
+	if s.Clock == nil {
+		s.Clock = clock.System
+	}
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	return errors.Join(errs...)
+}
+
+// Store keeps a pool's breaker state in an SQLite file. Open it, connect it to a transport with
+// store.NewTransport (or store.Options and Attach), and Close it after the transport. It is safe
+// for concurrent use; StateChanged only enqueues.
+type Store struct {
+	transport.NopObserver
+	path string
+	s    Settings
+	db   *sql.DB
+	log  *slog.Logger
+
+	q        chan transport.SavedBreaker
+	overflow atomic.Bool
+	flushReq chan chan error
+	stop     chan struct{}
+	done     chan struct{}
+
+	pool     atomic.Pointer[transport.Pool]
+	attachMu sync.Mutex
+	closed   atomic.Bool
+
+	written  atomic.Uint64
+	resyncs  atomic.Uint64
+	dropped  atomic.Uint64
+	errMu    sync.Mutex
+	lastErr  error
+	closeErr error
+	once     sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (or creates) the state file at path, checks it (see the package documentation on bad
+// files) and starts the writer. Errors about the file are *FileError.
+func Open(path string, s Settings) (*Store, error) {
+	if err := s.fill(); err != nil {
+		return nil, err
+	}
+	db, err := openDB(path, &s)
+	if err != nil {
+		if !s.StartFresh || !(errors.Is(err, ErrCorrupt) || errors.Is(err, ErrSchema)) {
+			return nil, err
+		}
+		aside, merr := moveAside(path, s.Clock.Now())
+		if merr != nil {
+			return nil, fmt.Errorf("%w; and moving it aside failed: %v", err, merr)
+		}
+		s.Logger.Warn("sqlitestore: state file unusable, starting fresh; the old file is kept",
+			"path", path, "kept_as", aside, "err", err)
+		if db, err = openDB(path, &s); err != nil {
+			return nil, err
+		}
+	}
+	st := &Store{
+		path: path, s: s, db: db, log: s.Logger,
+		q:        make(chan transport.SavedBreaker, s.QueueSize),
+		flushReq: make(chan chan error),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	go st.run()
+	return st, nil
+}
+
+// moveAside renames path and its -wal and -shm files to PATH.bad-TIMESTAMP*, and returns the new
+// name of the main file.
+func moveAside(path string, now time.Time) (string, error) {
+	aside := path + ".bad-" + now.UTC().Format("20060102T150405.000000000")
+	if err := os.Rename(path, aside); err != nil {
+		return "", err
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := os.Rename(path+suffix, aside+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return aside, err
+		}
+	}
+	return aside, nil
+}
+
+// Path returns the state file's path.
+func (st *Store) Path() string { return st.path }
+
+// DurabilityBound is how old a transition must be to be sure to survive a kill -9:
+// FlushInterval plus CommitAllowance.
+func (st *Store) DurabilityBound() time.Duration { return st.s.FlushInterval + CommitAllowance }
+
+// StateChanged queues the transition for the writer, if it is worth keeping (store.Record). It
+// never blocks: when the queue is full it notes the overflow, and the next flush writes a full
+// snapshot of the pool instead.
+func (st *Store) StateChanged(c transport.StateChange) {
+	sb, ok := store.Record(c)
+	if !ok || st.closed.Load() {
+		return
+	}
+	select {
+	case st.q <- sb:
+	default:
+		st.dropped.Add(1)
+		st.overflow.Store(true)
+	}
+}
+
+// Attach restores the saved state into p — OPEN pairs keep their remaining window and trip count,
+// parked exits stay parked, entries for exits p does not have are skipped — and from then on
+// answers queue overflows with snapshots of p. Call it once, before p carries traffic.
+func (st *Store) Attach(p *transport.Pool) error {
+	if p == nil {
+		return errors.New("sqlitestore: Attach: nil pool")
+	}
+	st.attachMu.Lock()
+	defer st.attachMu.Unlock()
+	if st.pool.Load() != nil {
+		return errors.New("sqlitestore: Attach: already attached to a pool")
+	}
+	now := st.s.Clock.Now()
+	saved, err := st.load(now)
+	if err != nil {
+		return err
+	}
+	applied, skipped, err := p.RestoreState(now, saved)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: %s: %w", st.path, err)
+	}
+	st.pool.Store(p)
+	st.log.Info("sqlitestore: restored breaker state", "path", st.path, "rows", len(saved.Breakers),
+		"applied", applied, "skipped", skipped)
+	return nil
+}
+
+// Load returns the state saved in the file at now: every row, after dropping the ones past
+// Settings.Retention and CLOSED rows with nothing to remember.
+func (st *Store) Load() (transport.State, error) { return st.load(st.s.Clock.Now()) }
+
+// Flush commits everything queued so far and returns when it is on disk (or the error).
+func (st *Store) Flush() error {
+	if st.closed.Load() {
+		return errors.New("sqlitestore: Flush after Close")
+	}
+	reply := make(chan error, 1)
+	select {
+	case st.flushReq <- reply:
+		return <-reply
+	case <-st.done:
+		return errors.New("sqlitestore: Flush after Close")
+	}
+}
+
+// Close stops taking transitions, commits what is queued together with a final snapshot of the
+// attached pool, and closes the file. Call it after the transport is closed. It returns the error
+// of that last commit, if any.
+func (st *Store) Close() error {
+	st.once.Do(func() {
+		st.closed.Store(true)
+		close(st.stop)
+		<-st.done
+		if err := st.db.Close(); err != nil && st.closeErr == nil {
+			st.closeErr = classify(st.path, err)
+		}
+	})
+	return st.closeErr
+}
+
+// Stats are a store's counters.
+type Stats struct {
+	Written uint64 // rows committed
+	Dropped uint64 // transitions the full queue turned away (each answered by a snapshot)
+	Resyncs uint64 // full snapshots written because of that
+	LastErr error  // the last failed flush's error, nil once one succeeds
+}
+
+// Stats returns the store's counters.
+func (st *Store) Stats() Stats {
+	st.errMu.Lock()
+	defer st.errMu.Unlock()
+	return Stats{Written: st.written.Load(), Dropped: st.dropped.Load(), Resyncs: st.resyncs.Load(), LastErr: st.lastErr}
+}
+
+func (st *Store) setErr(err error) {
+	st.errMu.Lock()
+	st.lastErr = err
+	st.errMu.Unlock()
+}
+
+// load reads every row, after pruning.
+func (st *Store) load(now time.Time) (transport.State, error) {
+	ctx := context.Background()
+	cutoff := now.Add(-st.s.Retention).UnixNano()
+	if _, err := st.db.ExecContext(ctx,
+		`DELETE FROM breakers WHERE (state = 'closed' AND level = 0) OR (changed < ?1 AND next_probe < ?1)`, cutoff); err != nil {
+		return transport.State{}, classify(st.path, err)
+	}
+	rows, err := st.db.QueryContext(ctx, `SELECT scope, exit_label, origin, state, parked, level, trips,
+		next_probe, closed_at, last_failure, changed FROM breakers ORDER BY scope, exit_label, origin`)
+	if err != nil {
+		return transport.State{}, classify(st.path, err)
+	}
+	defer rows.Close()
+	out := transport.State{Version: transport.StateVersion, Saved: now}
+	for rows.Next() {
+		var (
+			scope, state                 string
+			sb                           transport.SavedBreaker
+			parked                       bool
+			level                        int
+			trips                        int64
+			nextProbe, closedAt, changed int64
+		)
+		if err := rows.Scan(&scope, &sb.Exit, &sb.Origin, &state, &parked, &level, &trips,
+			&nextProbe, &closedAt, &sb.LastFailure, &changed); err != nil {
+			return transport.State{}, classify(st.path, err)
+		}
+		if err := sb.Scope.UnmarshalText([]byte(scope)); err != nil {
+			return transport.State{}, &FileError{Path: st.path, Kind: ErrCorrupt, Err: fmt.Errorf("row (%s, %q, %q): %v", scope, sb.Exit, sb.Origin, err)}
+		}
+		if err := sb.State.UnmarshalText([]byte(state)); err != nil || sb.State == breaker.HalfOpen || level < 0 || trips < 0 || trips > 1<<32-1 {
+			return transport.State{}, &FileError{Path: st.path, Kind: ErrCorrupt, Err: fmt.Errorf("row (%s, %q, %q): state %q, level %d, trips %d", scope, sb.Exit, sb.Origin, state, level, trips)}
+		}
+		sb.Parked, sb.Level, sb.Trips = parked, level, uint32(trips)
+		sb.NextProbe, sb.ClosedAt, sb.Changed = unixTime(nextProbe), unixTime(closedAt), unixTime(changed)
+		out.Breakers = append(out.Breakers, sb)
+	}
+	if err := rows.Err(); err != nil {
+		return transport.State{}, classify(st.path, err)
+	}
+	return out, nil
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func unixTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
