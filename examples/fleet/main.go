@@ -51,7 +51,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 			return err
 		}
 		defer srv.close()
-		addr = srv.addr
+		addr = srv.Addr()
 		p.say("started redis-server on %s", addr)
 	} else {
 		p.say("using the Redis at %s", addr)

@@ -204,19 +204,19 @@ func (f *fleet) outage(ctx context.Context, srv *redisServer) error {
 			}
 		}()
 	}
-	srv.kill()
+	srv.Kill()
 	if _, err := wait(func() bool { return a.st.Health().Degraded && b.st.Health().Degraded }); err != nil {
 		close(stop)
 		wg.Wait()
 		return fmt.Errorf("the members did not notice the outage: %w", err)
 	}
 	time.Sleep(time.Second) // traffic during the outage
-	if err := srv.restart(); err != nil {
+	if err := srv.Restart(); err != nil {
 		close(stop)
 		wg.Wait()
 		return err
 	}
-	f.p.say("   redis-server restarted, empty, on %s", srv.addr)
+	f.p.say("   redis-server restarted, empty, on %s", srv.Addr())
 	took, err := wait(func() bool { return !a.st.Health().Degraded && !b.st.Health().Degraded })
 	close(stop)
 	wg.Wait()

@@ -109,16 +109,7 @@ func (p *Proxy) serveSOCKS(c net.Conn) {
 	if socksReply(c, socksSucceeded, up.LocalAddr()) != nil {
 		return
 	}
-
-	done := make(chan struct{})
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		defer close(done)
-		splice(up, br, c)
-	}()
-	splice(c, up, up)
-	<-done
+	p.pipe(c, up, br)
 }
 
 // socksNegotiate reads the client's greeting and returns the method the proxy picks: no

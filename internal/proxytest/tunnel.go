@@ -48,7 +48,13 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 	if _, err := io.WriteString(c, established); err != nil {
 		return
 	}
+	p.pipe(c, up, br)
+}
 
+// pipe splices the client connection c and the target connection up both ways until both
+// directions have ended. br reads c, and holds whatever the client sent after its request; it is
+// relayed first.
+func (p *Proxy) pipe(c, up net.Conn, br *bufio.Reader) {
 	done := make(chan struct{})
 	p.wg.Add(1)
 	go func() {

@@ -12,8 +12,8 @@
 //	store/redis → servertest.StartRedis (a real redis-server on 127.0.0.1, empty, no disk)
 //	            ← RedisServer.Kill / Restart (same port) / Freeze / Thaw: outages on demand
 //
-// Every server listens on 127.0.0.1 with a port chosen for it, keeps its files in t.TempDir(),
-// and is stopped and waited for when the test ends. A server that is not installed skips the
+// Every server is a child process run by package serverproc: it listens on 127.0.0.1 with a port
+// chosen for it, keeps its files in t.TempDir(), and is stopped and waited for when the test ends. A server that is not installed skips the
 // test locally and fails it when the CI environment variable is true: CI must never pass by
 // skipping.
 package servertest

@@ -10,14 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/proxybreaker/proxybreaker/internal/serverproc"
 )
 
 // PrometheusStartTimeout bounds how long StartPrometheus waits for a started prometheus to report
@@ -27,9 +26,6 @@ const PrometheusStartTimeout = 30 * time.Second
 // prometheusStopTimeout bounds how long a stopping prometheus may take to exit after SIGTERM
 // before it is killed.
 const prometheusStopTimeout = 5 * time.Second
-
-// prometheusAttempts is how many ports StartPrometheus tries (see tinyproxyAttempts).
-const prometheusAttempts = 3
 
 // prometheusPaths are tried, in order, after a PATH lookup.
 var prometheusPaths = []string{"/usr/bin/prometheus", "/usr/sbin/prometheus"}
@@ -93,15 +89,8 @@ func (c *PrometheusConfig) conf() string {
 // HTTP API.
 type PrometheusServer struct {
 	t      testing.TB
-	bin    string
-	dir    string
-	cfg    PrometheusConfig
-	addr   string
+	p      *serverproc.Process
 	client *http.Client
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan error
 }
 
 // StartPrometheus starts a prometheus on 127.0.0.1 (a port chosen for it) that scrapes cfg's
@@ -114,125 +103,61 @@ type PrometheusServer struct {
 // fails the test.
 func StartPrometheus(t testing.TB, cfg PrometheusConfig) *PrometheusServer {
 	t.Helper()
-	bin, err := findPrometheus()
-	if err != nil {
-		if inCI() {
-			t.Fatalf("servertest: %v; CI must install prometheus, never skip", err)
-		}
-		t.Skipf("servertest: %v; `make test` installs it", err)
-	}
+	bin := binary(t, "prometheus", prometheusPaths...)
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
+	dir := t.TempDir()
 	s := &PrometheusServer{
-		t: t, bin: bin, dir: t.TempDir(), cfg: cfg,
+		t:      t,
 		client: &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second},
 	}
-	for attempt := 1; ; attempt++ {
-		port, err := freePort()
-		if err == nil {
-			s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-			err = s.start()
-		}
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, errExited) || attempt == prometheusAttempts {
-			t.Fatalf("servertest: prometheus, attempt %d: %v", attempt, err)
-		}
-	}
-	t.Cleanup(func() {
+	s.p = start(t, serverproc.Spec{
+		Name:     "prometheus",
+		Bin:      bin,
+		Dir:      dir,
+		Timeout:  PrometheusStartTimeout,
+		Interval: 50 * time.Millisecond,
+		Args: func(port int) ([]string, error) {
+			conf := filepath.Join(dir, "prometheus.yml")
+			if err := os.WriteFile(conf, []byte(cfg.conf()), 0o600); err != nil {
+				return nil, err
+			}
+			return []string{
+				"--config.file=" + conf,
+				"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+				"--web.listen-address=" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+				"--log.level=info",
+			}, nil
+		},
+		Ready: s.ready,
+	})
+	t.Cleanup(func() { // before start's cleanup, which copies the output of a failed test
 		s.Stop()
 		s.client.CloseIdleConnections()
-		if t.Failed() {
-			t.Logf("servertest: prometheus on %s:\n%s", s.addr, tailFile(filepath.Join(s.dir, "prometheus.out")))
-		}
 	})
 	return s
 }
 
 // URL returns http://127.0.0.1:PORT, the base of prometheus's web UI and API.
-func (s *PrometheusServer) URL() *url.URL { return &url.URL{Scheme: "http", Host: s.addr} }
+func (s *PrometheusServer) URL() *url.URL { return &url.URL{Scheme: "http", Host: s.p.Addr()} }
 
 // Stop stops prometheus (SIGTERM, then SIGKILL after a few seconds) and waits for it. Stopping a
 // stopped server does nothing.
-func (s *PrometheusServer) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(prometheusStopTimeout):
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-	s.cmd = nil
-}
+func (s *PrometheusServer) Stop() { s.p.Stop(prometheusStopTimeout) }
 
-// start runs prometheus on s.addr and waits until it is ready.
-func (s *PrometheusServer) start() error {
-	confPath := filepath.Join(s.dir, "prometheus.yml")
-	if err := os.WriteFile(confPath, []byte(s.cfg.conf()), 0o600); err != nil {
-		return err
-	}
-	out, err := os.OpenFile(filepath.Join(s.dir, "prometheus.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+// ready reports whether the prometheus on addr answers /-/ready with 200.
+func (s *PrometheusServer) ready(addr string) error {
+	resp, err := s.client.Get("http://" + addr + "/-/ready")
 	if err != nil {
 		return err
 	}
-	defer out.Close()
-	cmd := exec.Command(s.bin,
-		"--config.file="+confPath,
-		"--storage.tsdb.path="+filepath.Join(s.dir, "data"),
-		"--web.listen-address="+s.addr,
-		"--log.level=info",
-	)
-	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return err
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/-/ready answered %s", resp.Status)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	if err := s.waitReady(exited); err != nil {
-		if !errors.Is(err, errExited) {
-			cmd.Process.Kill()
-			<-exited
-		}
-		return fmt.Errorf("%s: %w\n%s", s.addr, err, tailFile(filepath.Join(s.dir, "prometheus.out")))
-	}
-	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
 	return nil
-}
-
-// waitReady polls /-/ready until it answers 200, the process exits, or PrometheusStartTimeout
-// passes.
-func (s *PrometheusServer) waitReady(exited <-chan error) error {
-	deadline := time.NewTimer(PrometheusStartTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	ready := s.URL().JoinPath("/-/ready").String()
-	for {
-		if resp, err := s.client.Get(ready); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case err := <-exited:
-			return fmt.Errorf("%w (%v)", errExited, err)
-		case <-deadline.C:
-			return fmt.Errorf("not ready after %v", PrometheusStartTimeout)
-		case <-tick.C:
-		}
-	}
 }
 
 // Sample is one element of an instant vector.
@@ -344,30 +269,4 @@ func (s *PrometheusServer) targetHealth() string {
 		parts = append(parts, fmt.Sprintf("%s %s (last scrape %s) %s", t.ScrapeURL, t.Health, t.LastScrape, t.LastError))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// findPrometheus returns the path of the prometheus binary.
-func findPrometheus() (string, error) {
-	if p, err := exec.LookPath("prometheus"); err == nil {
-		return p, nil
-	}
-	for _, p := range prometheusPaths {
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("prometheus not found on PATH or at %s", strings.Join(prometheusPaths, ", "))
-}
-
-// tailFile returns the last few KiB of a file, for failure messages.
-func tailFile(path string) string {
-	const max = 4 << 10
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if len(data) > max {
-		data = data[len(data)-max:]
-	}
-	return string(data)
 }

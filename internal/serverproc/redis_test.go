@@ -1,10 +1,10 @@
-package servertest
+package serverproc
 
 import "testing"
 
 func TestRedisConf(t *testing.T) {
 	got := redisConf(6399, "/tmp/x")
-	want := `# written by servertest.StartRedis
+	want := `# written by serverproc.Redis
 port 6399
 bind 127.0.0.1
 protected-mode yes
