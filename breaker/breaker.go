@@ -299,8 +299,15 @@ func (b *Breaker) open(now, next int64, c Cause, parked bool, ev *events) {
 	b.state = Open
 	b.setNotClosed(true)
 	b.parked = parked
-	b.gen++
 	b.nextProbe = next
+	b.newGeneration()
+	b.note(now, c, from, ev)
+}
+
+// newGeneration starts a new generation: every permit out becomes stale, every probe slot is
+// freed, and the failure counts start from nothing.
+func (b *Breaker) newGeneration() {
+	b.gen++
 	b.inflight, b.successes = 0, 0
 	clear(b.leases)
 	b.fails.reset()
@@ -308,7 +315,6 @@ func (b *Breaker) open(now, next int64, c Cause, parked bool, ev *events) {
 	if b.volume != nil {
 		b.volume.reset()
 	}
-	b.note(now, c, from, ev)
 }
 
 // effectiveLevel is the backoff level after the decay earned by staying CLOSED.
@@ -349,15 +355,8 @@ func (b *Breaker) close(now int64, ev *events) {
 	b.state = Closed
 	b.setNotClosed(false)
 	b.parked = false
-	b.gen++
 	b.closedAt = now
-	b.inflight, b.successes = 0, 0
-	clear(b.leases)
-	b.fails.reset()
-	b.softAt = 0
-	if b.volume != nil {
-		b.volume.reset() // probe successes must not dilute the next CLOSED period's ratio
-	}
+	b.newGeneration() // probe successes must not dilute the next CLOSED period's ratio
 	if b.p.s.StablePeriod < 0 {
 		b.level = 0
 	}

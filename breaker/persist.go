@@ -57,14 +57,7 @@ func (b *Breaker) Restore(now time.Time, s Saved) bool {
 	if !s.ClosedAt.IsZero() {
 		b.closedAt = s.ClosedAt.UnixNano()
 	}
-	b.gen++
-	b.inflight, b.successes = 0, 0
-	clear(b.leases)
-	b.fails.reset()
-	b.softAt = 0
-	if b.volume != nil {
-		b.volume.reset()
-	}
+	b.newGeneration()
 	if s.State == Closed {
 		b.state, b.parked = Closed, false
 		b.setNotClosed(false)

@@ -354,6 +354,18 @@ func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
 	return pr, true
 }
 
+// originList returns the origins the pool holds now, so callers can visit them without holding
+// the pool's origin lock.
+func (p *Pool) originList() []*originState {
+	p.omu.RLock()
+	defer p.omu.RUnlock()
+	out := make([]*originState, 0, len(p.origins))
+	for _, o := range p.origins {
+		out = append(out, o)
+	}
+	return out
+}
+
 // maybeSweep starts a sweep of idle breakers at most once per half idle TTL.
 func (p *Pool) maybeSweep(now time.Time) {
 	last := p.lastSweep.Load()
@@ -374,13 +386,7 @@ func (p *Pool) maybeSweep(now time.Time) {
 // sweeps by itself in the background as traffic flows; Sweep is for tests and for callers that
 // want memory back at once.
 func (p *Pool) Sweep(now time.Time) {
-	p.omu.RLock()
-	origins := make([]*originState, 0, len(p.origins))
-	for _, o := range p.origins {
-		origins = append(origins, o)
-	}
-	p.omu.RUnlock()
-	for _, o := range origins {
+	for _, o := range p.originList() {
 		o.mu.Lock()
 		for id, pr := range o.pairs {
 			if pr.exit.removed.Load() || (pr.b.Idle(now, p.idleTTL) && !pr.pace.Throttled()) {

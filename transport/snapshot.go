@@ -57,13 +57,7 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 			InFlight: int(p.inflight.get(es.id)), Breaker: es.wide.Snapshot(now),
 		})
 	}
-	p.omu.RLock()
-	origins := make([]*originState, 0, len(p.origins))
-	for _, o := range p.origins {
-		origins = append(origins, o)
-	}
-	p.omu.RUnlock()
-	for _, o := range origins {
+	for _, o := range p.originList() {
 		o.mu.RLock()
 		for _, pr := range o.pairs {
 			if pr.exit.removed.Load() {

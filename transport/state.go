@@ -39,13 +39,7 @@ func (p *Pool) SaveState(now time.Time) State {
 			st.Breakers = append(st.Breakers, SavedBreaker{Scope: ScopeExit, Exit: es.exit.label, Saved: s})
 		}
 	}
-	p.omu.RLock()
-	origins := make([]*originState, 0, len(p.origins))
-	for _, o := range p.origins {
-		origins = append(origins, o)
-	}
-	p.omu.RUnlock()
-	for _, o := range origins {
+	for _, o := range p.originList() {
 		o.mu.RLock()
 		for _, pr := range o.pairs {
 			if pr.exit.removed.Load() {
@@ -149,13 +143,7 @@ func (p *Pool) DueProbes(now time.Time) []ProbeTarget {
 			out = append(out, ProbeTarget{Scope: ScopeExit, Exit: es.exit})
 		}
 	}
-	p.omu.RLock()
-	origins := make([]*originState, 0, len(p.origins))
-	for _, o := range p.origins {
-		origins = append(origins, o)
-	}
-	p.omu.RUnlock()
-	for _, o := range origins {
+	for _, o := range p.originList() {
 		o.mu.RLock()
 		for id, pr := range o.pairs {
 			if o.open.get(id) && !pr.exit.removed.Load() && due(pr.b) {
