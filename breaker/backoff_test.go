@@ -157,19 +157,40 @@ func TestRetryAfterFloor(t *testing.T) {
 			if got != c.want {
 				t.Errorf("after Failure(RetryAfter: %v): OPEN for %v, want %v", c.retryAfter, got, c.want)
 			}
-			if s.Level != 1 || s.LastCause != CauseRetryAfter || s.LastFailure != "rate_limited" {
-				t.Errorf("Snapshot() = level %d, cause %q, failure %q; want 1, %q, %q", s.Level, s.LastCause, s.LastFailure, CauseRetryAfter, "rate_limited")
+			// A Retry-After trip does not climb the backoff ladder.
+			if s.Level != 0 || s.LastCause != CauseRetryAfter || s.LastFailure != "rate_limited" {
+				t.Errorf("Snapshot() = level %d, cause %q, failure %q; want 0, %q, %q", s.Level, s.LastCause, s.LastFailure, CauseRetryAfter, "rate_limited")
 			}
 		})
 	}
+
+	t.Run("repeated_retry_after_trips_stay_at_the_bottom", func(t *testing.T) {
+		// A per-minute cap met every minute: each trip rests the pair for the Retry-After, never longer.
+		b := mustPolicy(t, Settings{Jitter: -1}).NewBreaker(nil)
+		now := t0
+		for i := range 5 {
+			failNow(t, b, now, Failure{RetryAfter: 45 * unit, Reason: "rate_limited"})
+			got, s := openFor(t, b, now)
+			if got != 45*unit || s.Level != 0 {
+				t.Fatalf("trip %d: OPEN for %v at level %d, want 45s at level 0", i+1, got, s.Level)
+			}
+			now = now.Add(45 * unit)
+			pm, ok := b.Acquire(now)
+			if !ok {
+				t.Fatalf("trip %d: no probe at the end of the Retry-After", i+1)
+			}
+			pm.Success(now)
+			now = now.Add(10 * unit)
+		}
+	})
 
 	t.Run("on_a_probe", func(t *testing.T) {
 		b := mustPolicy(t, Settings{Jitter: -1, FailureThreshold: 1}).NewBreaker(nil)
 		failNow(t, b, t0, Failure{})
 		failNow(t, b, at(20), Failure{RetryAfter: 10 * time.Minute})
 		got, s := openFor(t, b, at(20))
-		if got != 10*time.Minute || s.Level != 2 || s.LastCause != CauseProbeFailed {
-			t.Errorf("after a probe Failure(RetryAfter: 10m): OPEN for %v, level %d, cause %q; want 10m0s, 2, %q", got, s.Level, s.LastCause, CauseProbeFailed)
+		if got != 10*time.Minute || s.Level != 1 || s.LastCause != CauseProbeFailed {
+			t.Errorf("after a probe Failure(RetryAfter: 10m): OPEN for %v, level %d, cause %q; want 10m0s, 1 (not climbed), %q", got, s.Level, s.LastCause, CauseProbeFailed)
 		}
 	})
 }

@@ -333,10 +333,20 @@ func (b *Breaker) effectiveLevel(now int64) int {
 	return max(b.level-int(stable/int64(sp)), 0)
 }
 
-// trip opens the breaker one backoff level higher.
+// trip opens the breaker one backoff level higher, or for the failure's Retry-After.
+//
+// A failure with a Retry-After is the origin's own answer to "when?": the breaker stays OPEN at
+// least that long (capped at MaxRetryAfter; the cooldown of its current level if that is longer;
+// lengthened only by jitter), and the backoff level does not climb. A pair that meets a per-minute
+// cap every minute is then rested each minute, not for ever-longer windows: a pace problem is the
+// rate limiter's to fix (AIMD), not the backoff's. Failures without one climb the ladder.
 func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
-	b.level = min(b.effectiveLevel(now)+1, b.p.maxLevel)
 	b.trips++
+	if f.RetryAfter > 0 {
+		b.level = b.effectiveLevel(now)
+	} else {
+		b.level = min(b.effectiveLevel(now)+1, b.p.maxLevel)
+	}
 	window := b.p.Cooldown(b.level)
 	if ra := min(f.RetryAfter, b.p.s.MaxRetryAfter); ra > window {
 		window = ra
@@ -419,15 +429,26 @@ func unixTime(n int64) time.Time {
 	return time.Unix(0, n)
 }
 
-// Idle reports whether the breaker holds nothing worth keeping at now: CLOSED, no failure in the
-// window, its backoff level fully decayed, and not used for at least ttl. A table of breakers may
-// drop an idle one and make a fresh one when the key comes back.
+// Idle reports whether the breaker holds nothing worth keeping at now, having not been used for at
+// least ttl: either CLOSED with no failure in the window and its backoff level fully decayed, or
+// OPEN with its cooldown over for at least ttl and no probe out — a key nobody asked for since it
+// became probeable (an origin seen once, say). Forgetting that one costs at most the one request a
+// probe would have cost. A table of breakers may drop an idle one and make a fresh one when the key
+// comes back.
 func (b *Breaker) Idle(now time.Time, ttl time.Duration) bool {
 	t := now.UnixNano()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.state == Closed && !b.softPending(t) && b.effectiveLevel(t) == 0 &&
-		b.fails.count(t-int64(b.p.s.Window)) == 0 && t-b.lastUse >= int64(ttl)
+	if t-b.lastUse < int64(ttl) {
+		return false
+	}
+	switch b.state {
+	case Closed:
+		return !b.softPending(t) && b.effectiveLevel(t) == 0 && b.fails.count(t-int64(b.p.s.Window)) == 0
+	case Open:
+		return t-b.nextProbe >= int64(ttl)
+	}
+	return false // HALF_OPEN: a probe is out
 }
 
 // State returns the state at now, as Snapshot would report it, without the rest of the snapshot.

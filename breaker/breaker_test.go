@@ -49,18 +49,18 @@ func TestTransitions(t *testing.T) {
 		{
 			name: "retry_after_trips_at_once",
 			steps: []step{
-				{at: 0, do: failure, f: Failure{RetryAfter: 90 * unit, Reason: "rate_limited"}, state: Open, next: 90, level: 1},
-				{at: 89, do: acquire, ok: false, state: Open, next: 90, level: 1},
-				{at: 90, do: ready, ok: true, state: HalfOpen, level: 1},
+				{at: 0, do: failure, f: Failure{RetryAfter: 90 * unit, Reason: "rate_limited"}, state: Open, next: 90, level: 0},
+				{at: 89, do: acquire, ok: false, state: Open, next: 90, level: 0},
+				{at: 90, do: ready, ok: true, state: HalfOpen, level: 0},
 			},
-			trans: []string{"closed→open retry_after t0 next t90 L1"},
+			trans: []string{"closed→open retry_after t0 next t90 L0"},
 		},
 		{
 			name: "soft_retry_after_trips_at_once",
 			steps: []step{
-				{at: 0, do: failure, f: Failure{Soft: true, RetryAfter: 5 * unit}, state: Open, next: 20, level: 1},
+				{at: 0, do: failure, f: Failure{Soft: true, RetryAfter: 5 * unit}, state: Open, next: 20, level: 0},
 			},
-			trans: []string{"closed→open retry_after t0 next t20 L1"},
+			trans: []string{"closed→open retry_after t0 next t20 L0"},
 		},
 		{
 			name: "permanent_parks",
@@ -291,14 +291,14 @@ func TestStaleVerdicts(t *testing.T) {
 		{
 			name: "verdicts_on_a_refused_permit_are_ignored",
 			steps: []step{
-				{at: 0, do: failure, f: Failure{RetryAfter: 30 * unit}, state: Open, next: 30, level: 1},
-				{at: 1, do: acquire, p: "none", ok: false, state: Open, next: 30, level: 1},
-				{at: 2, do: failure, p: "none", f: Failure{Permanent: true}, state: Open, next: 30, level: 1},
-				{at: 30, do: acquire, p: "probe", ok: true, probe: true, state: HalfOpen, level: 1, inflight: 1},
-				{at: 31, do: success, p: "none", state: HalfOpen, level: 1, inflight: 1},
-				{at: 31, do: failure, p: "none", state: HalfOpen, level: 1, inflight: 1},
-				{at: 31, do: neutral, p: "none", state: HalfOpen, level: 1, inflight: 1},
-				{at: 31, do: release, p: "none", state: HalfOpen, level: 1, inflight: 1},
+				{at: 0, do: failure, f: Failure{RetryAfter: 30 * unit}, state: Open, next: 30, level: 0},
+				{at: 1, do: acquire, p: "none", ok: false, state: Open, next: 30, level: 0},
+				{at: 2, do: failure, p: "none", f: Failure{Permanent: true}, state: Open, next: 30, level: 0},
+				{at: 30, do: acquire, p: "probe", ok: true, probe: true, state: HalfOpen, level: 0, inflight: 1},
+				{at: 31, do: success, p: "none", state: HalfOpen, level: 0, inflight: 1},
+				{at: 31, do: failure, p: "none", state: HalfOpen, level: 0, inflight: 1},
+				{at: 31, do: neutral, p: "none", state: HalfOpen, level: 0, inflight: 1},
+				{at: 31, do: release, p: "none", state: HalfOpen, level: 0, inflight: 1},
 			},
 		},
 	})
@@ -667,7 +667,8 @@ func TestIdle(t *testing.T) {
 					pm.Failure(at(i), Failure{})
 				}
 			},
-			idle: map[int]bool{10: false, 21: false, 1000: false},
+			// OPEN until t21; idle once the cooldown has been over, unused, for the TTL (10s).
+			idle: map[int]bool{10: false, 21: false, 30: false, 31: true, 1000: true},
 		},
 		{
 			name: "level_not_yet_decayed",

@@ -65,3 +65,23 @@ func TestSaveRestore(t *testing.T) {
 		t.Error("Worth: want false for a fresh CLOSED breaker, true for an OPEN one")
 	}
 }
+
+// Regression: an OPEN breaker whose key was never asked for again stayed forever (a pool's pairs of
+// origins seen once grew without bound). Once its cooldown has been over for the idle TTL, it is
+// idle.
+func TestIdleForgetsAnAbandonedOpenBreaker(t *testing.T) {
+	b := mustPolicy(t, fixed(Settings{})).NewBreaker(nil)
+	pm, _ := b.Acquire(at(0))
+	pm.Failure(at(0), Failure{RetryAfter: 30 * unit})
+	if b.Idle(at(30), 60*unit) || b.Idle(at(89), 60*unit) {
+		t.Error("Idle before the cooldown had been over for the TTL")
+	}
+	if !b.Idle(at(90), 60*unit) {
+		t.Error("Idle(t90, 60s) = false for an OPEN breaker probeable since t30 and unused since t0")
+	}
+	pm, ok := b.Acquire(at(90))
+	if !ok || b.Idle(at(500), 60*unit) {
+		t.Errorf("a breaker with a probe out must not be idle (acquired %v)", ok)
+	}
+	pm.Release(at(500))
+}

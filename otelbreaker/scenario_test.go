@@ -166,7 +166,7 @@ func TestScenario(t *testing.T) {
 			took: 200 * time.Millisecond, fail: "rate_limited",
 			span: failed(begin(alpha, 0, "shop.example", false, "closed", "closed"), "transient", "rate_limited", "pair", 429).
 				with("proxybreaker.pair.state_after", "open", "proxybreaker.verdict.retry_after", 30.0),
-			event: []attrs{opened(transition("pair", alpha, "shop.example", "closed", "open", "retry_after", "rate_limited", 1, 1), false, 30)}},
+			event: []attrs{opened(transition("pair", alpha, "shop.example", "closed", "open", "retry_after", "rate_limited", 1, 0), false, 30)}},
 		{name: "s10 shop through bravo: 407 parks the exit", at: 11 * time.Second, url: shop, exit: bravo,
 			took: 100 * time.Millisecond, fail: "proxy_auth",
 			span: failed(begin(bravo, 1, "shop.example", false, "closed", "closed"), "permanent", "proxy_auth", "exit", 407).
@@ -184,8 +184,8 @@ func TestScenario(t *testing.T) {
 			took: 500 * time.Millisecond,
 			span: ok(begin(alpha, 0, "shop.example", true, "half_open", "closed")),
 			event: []attrs{
-				transition("pair", alpha, "shop.example", "open", "half_open", "cooldown", "", 1, 1),
-				transition("pair", alpha, "shop.example", "half_open", "closed", "probe_ok", "", 1, 1),
+				transition("pair", alpha, "shop.example", "open", "half_open", "cooldown", "", 1, 0),
+				transition("pair", alpha, "shop.example", "half_open", "closed", "probe_ok", "", 1, 0),
 			}},
 	}
 	type sent struct {

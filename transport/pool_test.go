@@ -426,9 +426,12 @@ func TestPoolSweepDropsIdleHealthyPairs(t *testing.T) {
 		env.mustGet(t, nil, poolURLA)
 	}
 	env.base.reset()
-	// (x0, a.example) trips and re-closes: its backoff level stays up for StablePeriod (5 min).
-	env.base.on("x0", poolOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(30)})
-	poolHit(t, env, poolURLA, "x0", 100)
+	// (x0, a.example) trips on failures (no Retry-After: those do not climb the backoff ladder) and
+	// re-closes: its backoff level stays up for StablePeriod (5 min).
+	env.base.on("x0", poolOriginA, scriptedReply{Status: 429})
+	for env.pairState("x0", poolOriginA) != breaker.Open {
+		poolHit(t, env, poolURLA, "x0", 100)
+	}
 	env.base.reset()
 	p, _ := env.pair("x0", poolOriginA)
 	env.advancePast(p.Breaker.NextProbe)
@@ -451,11 +454,21 @@ func TestPoolSweepDropsIdleHealthyPairs(t *testing.T) {
 		t.Fatalf("pairs after an idle sweep: %s, want %s", got, want)
 	}
 
-	env.clock.Advance(2 * time.Hour)
+	env.clock.Advance(30 * time.Minute)
 	env.pool.Sweep(env.clock.Now())
 	snap := env.pool.Snapshot()
 	if len(snap.Pairs) != 1 || snap.Pairs[0].Exit != "x1" {
-		t.Errorf("pairs after the level decayed: %+v, want only x1/b.example (open until probed)", snap.Pairs)
+		t.Errorf("pairs after the level decayed: %+v, want only x1/b.example (open for its hour)", snap.Pairs)
+	}
+
+	// An hour and a half later x1's window has been over, unused, for longer than the idle TTL:
+	// nobody asked for b.example through it since, so it is forgotten too (else pairs of origins
+	// seen once would be kept for ever).
+	env.clock.Advance(90 * time.Minute)
+	env.pool.Sweep(env.clock.Now())
+	snap = env.pool.Snapshot()
+	if len(snap.Pairs) != 0 {
+		t.Errorf("pairs after x1's window had long ended: %+v, want none", snap.Pairs)
 	}
 	for _, o := range snap.Origins {
 		if o.Origin == poolOriginA {
