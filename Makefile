@@ -14,6 +14,7 @@ demo:
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 ## deps: apt-get install the servers the integration tests start, when they are missing.
 deps:
@@ -36,6 +37,7 @@ bench:
 	$(GO) test -run '^$$' -bench '^BenchmarkRequestPath$$' -benchmem -count 6 ./store
 	$(GO) test -run '^$$' -bench '^BenchmarkFleetRateLimit$$' -benchmem -count 6 ./store/redis
 	$(GO) test -run '^$$' -bench '^BenchmarkObserver' -benchmem -count 6 ./otelbreaker
+	cd bench && $(GO) run ./cmd/benchall
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s).
 FUZZTIME ?= 30s

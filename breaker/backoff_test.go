@@ -184,6 +184,24 @@ func TestRetryAfterFloor(t *testing.T) {
 		}
 	})
 
+	t.Run("retry_after_ignores_a_raised_level", func(t *testing.T) {
+		// Two failure trips raise the level to 2 (cooldown 40s); a later Retry-After of 25s is
+		// what the origin asks for, and what the pair gets.
+		b := mustPolicy(t, Settings{Jitter: -1, FailureThreshold: 1, StablePeriod: time.Hour}).NewBreaker(nil)
+		failNow(t, b, t0, Failure{})
+		pm, _ := b.Acquire(at(20))
+		pm.Failure(at(20), Failure{}) // probe fails: level 2
+		if got, s := openFor(t, b, at(20)); got != 40*unit || s.Level != 2 {
+			t.Fatalf("setup: OPEN for %v at level %d, want 40s at level 2", got, s.Level)
+		}
+		pm, _ = b.Acquire(at(60))
+		pm.Success(at(60))
+		failNow(t, b, at(70), Failure{RetryAfter: 25 * unit})
+		if got, s := openFor(t, b, at(70)); got != 25*unit || s.Level != 2 {
+			t.Errorf("Retry-After 25s at level 2: OPEN for %v at level %d, want 25s at level 2", got, s.Level)
+		}
+	})
+
 	t.Run("on_a_probe", func(t *testing.T) {
 		b := mustPolicy(t, Settings{Jitter: -1, FailureThreshold: 1}).NewBreaker(nil)
 		failNow(t, b, t0, Failure{})

@@ -335,21 +335,21 @@ func (b *Breaker) effectiveLevel(now int64) int {
 
 // trip opens the breaker one backoff level higher, or for the failure's Retry-After.
 //
-// A failure with a Retry-After is the origin's own answer to "when?": the breaker stays OPEN at
-// least that long (capped at MaxRetryAfter; the cooldown of its current level if that is longer;
-// lengthened only by jitter), and the backoff level does not climb. A pair that meets a per-minute
-// cap every minute is then rested each minute, not for ever-longer windows: a pace problem is the
-// rate limiter's to fix (AIMD), not the backoff's. Failures without one climb the ladder.
+// A failure with a Retry-After is the origin's own answer to "when?": the breaker stays OPEN that
+// long (capped at MaxRetryAfter), never less than BaseCooldown, lengthened only by jitter — and the
+// backoff level neither climbs nor applies. A pair that meets a per-minute cap every minute is then
+// rested each minute, not for ever-longer windows (a pace problem is the rate limiter's to fix,
+// with AIMD), and a pair whose level rose in a ban is not kept out longer than the origin asks
+// once the ban has turned into a rate limit. Failures without one climb the ladder.
 func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
 	b.trips++
+	var window time.Duration
 	if f.RetryAfter > 0 {
 		b.level = b.effectiveLevel(now)
+		window = max(b.p.s.BaseCooldown, min(f.RetryAfter, b.p.s.MaxRetryAfter))
 	} else {
 		b.level = min(b.effectiveLevel(now)+1, b.p.maxLevel)
-	}
-	window := b.p.Cooldown(b.level)
-	if ra := min(f.RetryAfter, b.p.s.MaxRetryAfter); ra > window {
-		window = ra
+		window = b.p.Cooldown(b.level)
 	}
 	b.open(now, addSat(now, int64(b.p.jittered(window))), c, false, ev)
 }

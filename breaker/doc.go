@@ -18,8 +18,10 @@
 // OPEN admits nothing until its cooldown ends. The cooldown is BaseCooldown doubled for each
 // consecutive trip (the backoff level), capped at MaxCooldown, never shorter than a Retry-After,
 // then lengthened by jitter: a random fraction of itself up to Settings.Jitter. A trip by a
-// failure that carries a Retry-After does not raise the level: the origin has said when to come
-// back, and a pair that meets a per-minute cap every minute should rest a minute, not fifteen. A permanent failure
+// failure that carries a Retry-After is different: OPEN for the Retry-After (at least BaseCooldown,
+// at most MaxRetryAfter, plus jitter) whatever the level, which it does not raise — the origin has
+// said when to come back, and a pair that meets a per-minute cap every minute should rest a
+// minute, not fifteen. A permanent failure
 // parks the breaker: OPEN for ParkFor, without raising the backoff level.
 //
 // HALF_OPEN is OPEN whose cooldown has ended. It admits at most HalfOpenProbes permits at a time.

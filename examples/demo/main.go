@@ -180,7 +180,7 @@ func printIntro(out io.Writer, cfg config, w *world, pair, exit breaker.Settings
 	fmt.Fprintf(&b, "\nBreaker timings are scaled down from the defaults (%v first cooldown, doubling up to %v) so recovery fits in the demo:\n",
 		breaker.DefaultBaseCooldown, fmtDur(breaker.DefaultMaxCooldown))
 	fmt.Fprintf(&b, "  pair breaker, one per exit × origin:\n")
-	fmt.Fprintf(&b, "      trips on %d failures within %v, or at once on a 429 with Retry-After (and stays OPEN at least that long);\n",
+	fmt.Fprintf(&b, "      trips on %d failures within %v, or at once on a 429 with Retry-After (then OPEN for that long, without climbing);\n",
 		p.FailureThreshold, p.Window)
 	fmt.Fprintf(&b, "      OPEN %v, doubling on each failed probe up to %v, plus up to %.0f%% jitter; the level decays after %v closed\n",
 		p.BaseCooldown, p.MaxCooldown, p.Jitter*100, p.StablePeriod)

@@ -229,11 +229,11 @@ func explain(s summary) []string {
 	capped := s.exit(capProxy)
 	if h, ok := s.Pairs[pairKey{capProxy, "shop"}]; ok && h.Trips > 0 {
 		others := capped.carried() - capped.OK["shop"]
-		l = append(l, fmt.Sprintf("%s → shop opened on shop's 429 and stayed OPEN at least its Retry-After (%ds). "+
-			"It tripped %d× and was reheated %d× when a probe got a page again. Each failed probe, and each re-trip within %v of closing, "+
-			"made the next OPEN window longer (%s): a pair that keeps failing is probed less and less. "+
-			"Only that pair was out: %s carried %d successful requests to the other origins meanwhile.",
-			capProxy, capRetryAfter, h.Trips, h.Reheated, stablePeriod, waits(h.Waits), capProxy, others))
+		l = append(l, fmt.Sprintf("%s → shop opened on shop's 429 and stayed OPEN for its Retry-After (%ds, plus jitter). "+
+			"It tripped %d× and was reheated %d× when a probe got a page again. Its windows (%s) did not grow: "+
+			"a Retry-After is the site's own answer to \"when?\", so the backoff ladder is kept for failures that give none "+
+			"(see hang below). Only that pair was out: %s carried %d successful requests to the other origins meanwhile.",
+			capProxy, capRetryAfter, h.Trips, h.Reheated, waits(h.Waits), capProxy, others))
 	}
 	hang := s.exit("hang")
 	if n := hang.Failed[transport.ClassTimeout]; n > 0 {

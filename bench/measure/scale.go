@@ -1,0 +1,181 @@
+package measure
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// canned answers every request at once: 200, or 429 Retry-After 1 s for hosts starting "f".
+type canned struct{}
+
+func (canned) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp := &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: req}
+	if strings.HasPrefix(req.URL.Host, "f") {
+		resp.StatusCode = 429
+		resp.Header.Set("Retry-After", "1")
+	}
+	return resp, nil
+}
+
+func exits(n int) []*transport.Exit {
+	xs := make([]*transport.Exit, n)
+	for i := range xs {
+		x, _ := transport.ParseExit("http://127.0.0.1:" + strconv.Itoa(1024+i%60000))
+		xs[i] = x.WithLabel("x" + strconv.Itoa(i))
+	}
+	return xs
+}
+
+// ScaleRow is the cost of one request through ours over a canned base, at one pool size.
+type ScaleRow struct {
+	Exits, Origins   int
+	Serial, Parallel Timing
+}
+
+// Scale measures RoundTrip over a canned base for each exits × origins, a random origin per
+// request (all pairs healthy: they hold no breaker).
+func Scale(exitCounts, originCounts []int) ([]ScaleRow, error) {
+	var rows []ScaleRow
+	for _, ne := range exitCounts {
+		for _, no := range originCounts {
+			t, err := transport.New(transport.WithExits(exits(ne)...), transport.WithBase(canned{}))
+			if err != nil {
+				return nil, err
+			}
+			urls := make([]string, no)
+			for i := range urls {
+				urls[i] = "http://o" + strconv.Itoa(i) + ".test/"
+			}
+			one := func(i int) {
+				req, _ := http.NewRequest(http.MethodGet, urls[i%no], nil)
+				resp, err := t.RoundTrip(req)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+			for i := range no { // every origin seen once before timing
+				one(i)
+			}
+			row := ScaleRow{Exits: ne, Origins: no}
+			row.Serial = timing(testing.Benchmark(func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					i = i*1103515245 + 12345
+					one(int(uint32(i) >> 8))
+				}
+			}))
+			row.Parallel = timing(testing.Benchmark(func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					i := 7
+					for pb.Next() {
+						i = i*1103515245 + 12345
+						one(int(uint32(i) >> 8))
+					}
+				})
+			}))
+			t.Close()
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+func heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BytesPerPair makes every (exit, origin) pair of ne × no hold a breaker (a pinned request
+// answered 429) and returns the heap growth per pair.
+func BytesPerPair(ne, no int) (float64, error) {
+	fake := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	t, err := transport.New(transport.WithExits(exits(ne)...), transport.WithBase(canned{}), transport.WithClock(fake))
+	if err != nil {
+		return 0, err
+	}
+	defer t.Close()
+	urls := make([]string, no)
+	for i := range urls {
+		urls[i] = "http://f" + strconv.Itoa(i) + ".test/"
+		req, _ := http.NewRequest(http.MethodGet, urls[i], nil) // the origin's own state, outside the count
+		req = req.WithContext(transport.PinExit(context.Background(), "x0"))
+		resp, err := t.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+	}
+	before := heap()
+	for e := 1; e < ne; e++ {
+		ctx := transport.PinExit(context.Background(), "x"+strconv.Itoa(e))
+		for o := range no {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, urls[o], nil)
+			resp, err := t.RoundTrip(req)
+			if err != nil {
+				return 0, fmt.Errorf("bench: pinned request: %w", err)
+			}
+			resp.Body.Close()
+		}
+	}
+	after := heap()
+	if n := len(t.Pool().Snapshot().Pairs); n != ne*no {
+		return 0, fmt.Errorf("bench: %d pairs tracked, want %d", n, ne*no)
+	}
+	return float64(after-before) / float64((ne-1)*no), nil
+}
+
+// ChurnPoint is the heap after Seen distinct origins.
+type ChurnPoint struct {
+	Seen       int
+	HeapBytes  uint64
+	Origins    int // origins the pool still tracks
+	Pairs      int // pair breakers it still holds
+}
+
+// Churn sends one request to each of n distinct origins through 100 exits on a fake clock
+// advancing 1 ms a request, every failEvery-th answered 429 (so its pair holds a breaker), with
+// an idle TTL of one minute and Pool.Sweep every step origins; it samples the heap after each step.
+func Churn(n, step, failEvery int) ([]ChurnPoint, error) {
+	fake := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	t, err := transport.New(transport.WithExits(exits(100)...), transport.WithBase(canned{}), transport.WithClock(fake),
+		transport.WithIdleTTL(time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	var pts []ChurnPoint
+	for i := range n {
+		host := "o" + strconv.Itoa(i) + ".test"
+		if failEvery > 0 && i%failEvery == 0 {
+			host = "f" + host
+		}
+		req, _ := http.NewRequest(http.MethodGet, "http://"+host+"/", nil)
+		if resp, err := t.RoundTrip(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		fake.Advance(time.Millisecond)
+		if (i+1)%step == 0 {
+			t.Pool().Close() // background sweeps done
+			t.Pool().Sweep(fake.Now())
+			s := t.Pool().Snapshot()
+			pts = append(pts, ChurnPoint{Seen: i + 1, HeapBytes: heap(), Origins: len(s.Origins), Pairs: len(s.Pairs)})
+		}
+	}
+	return pts, nil
+}
