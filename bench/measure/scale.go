@@ -141,10 +141,10 @@ func BytesPerPair(ne, no int) (float64, error) {
 
 // ChurnPoint is the heap after Seen distinct origins.
 type ChurnPoint struct {
-	Seen       int
-	HeapBytes  uint64
-	Origins    int // origins the pool still tracks
-	Pairs      int // pair breakers it still holds
+	Seen      int
+	HeapBytes uint64
+	Origins   int // origins the pool still tracks
+	Pairs     int // pair breakers it still holds
 }
 
 // Churn sends one request to each of n distinct origins through 100 exits on a fake clock

@@ -108,7 +108,7 @@ func Run(sc Scenario, st Strategy) (Metrics, error) {
 	s := &sched{
 		sc: sc, clock: clock.NewFake(Epoch), truth: NewTruth(sc), end: Epoch.Add(sc.Duration),
 		resume: make([]chan struct{}, sc.Workers), yield: make(chan struct{}),
-		m: Metrics{Strategy: st.Name, WorkerTime: time.Duration(sc.Workers) * sc.Duration},
+		m:    Metrics{Strategy: st.Name, WorkerTime: time.Duration(sc.Workers) * sc.Duration},
 		next: make([]int, sc.Exits*sc.Origins),
 	}
 	env := &Env{Scenario: sc, Clock: s.clock, Truth: s.truth, Base: &base{s: s}, byLabel: map[string]int{}}

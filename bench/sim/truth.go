@@ -100,11 +100,11 @@ const (
 // requests each pair has taken in the current minute. It is not safe for concurrent use; the
 // simulation runs one worker at a time.
 type Truth struct {
-	sc    Scenario
-	kinds []Kind
-	bans  [][]Window // by pair index e*Origins+o, sorted
-	minute []int64   // by pair: the minute the count belongs to
-	count  []int     // by pair: requests that reached the origin in that minute
+	sc     Scenario
+	kinds  []Kind
+	bans   [][]Window // by pair index e*Origins+o, sorted
+	minute []int64    // by pair: the minute the count belongs to
+	count  []int      // by pair: requests that reached the origin in that minute
 }
 
 // NewTruth draws the ground truth of sc from sc.Seed.
