@@ -45,7 +45,9 @@ type guardConfig struct {
 	policy *breaker.Policy
 }
 
-func newGuardConfig(s OriginGuardSettings) (guardConfig, error) {
+// newGuardConfig validates s; the guards' jitter draws from rnd, the pool's random source, so a
+// pool given a seeded WithRand is deterministic throughout.
+func newGuardConfig(s OriginGuardSettings, rnd func() uint64) (guardConfig, error) {
 	if s.MinExits < 0 || s.MinExits > guardSlots {
 		return guardConfig{}, fmt.Errorf("transport: OriginGuardSettings.MinExits = %d: must be in [0, %d]", s.MinExits, guardSlots)
 	}
@@ -72,6 +74,7 @@ func newGuardConfig(s OriginGuardSettings) (guardConfig, error) {
 	}
 	pol, err := breaker.NewPolicy(breaker.Settings{
 		FailureThreshold: 1, BaseCooldown: s.BaseCooldown, MaxCooldown: s.MaxCooldown,
+		Rand: func() float64 { return float64(rnd()>>11) / (1 << 53) },
 	})
 	if err != nil {
 		return guardConfig{}, fmt.Errorf("transport: OriginGuardSettings: %w", err)

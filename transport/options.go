@@ -265,7 +265,8 @@ func WithIdleTTL(d time.Duration) Option {
 }
 
 // WithRand sets the random source for selection; it must be safe for concurrent use. Default
-// math/rand/v2.Uint64. Breaker jitter has its own source, in breaker.Settings.Rand.
+// math/rand/v2.Uint64. The origin guards' jitter draws from it too; pair and exit breakers' jitter
+// has its own source, in breaker.Settings.Rand.
 func WithRand(f func() uint64) Option {
 	return poolOption("WithRand", func(c *config) error {
 		if f == nil {

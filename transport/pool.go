@@ -109,7 +109,7 @@ func newPool(c *config) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: exit breaker: %w", err)
 	}
-	guard, err := newGuardConfig(c.guard)
+	guard, err := newGuardConfig(c.guard, c.rand)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,10 @@ func OursWith(name string, tune func(*breaker.Settings), opts ...transport.Optio
 		all := append([]transport.Option{
 			transport.WithExits(env.Exits...), transport.WithClock(env.Clock), transport.WithBase(env.Base),
 			transport.WithRand(env.Uint64), transport.WithBreakerSettings(pair), transport.WithExitBreakerSettings(exit),
+			// No background sweep within the simulated hours: it runs on a goroutine of its own, whose
+			// timing against the event loop would make two runs differ. It only forgets idle state
+			// (memory, measured in the churn run), and the 10-minute default TTL barely matters here.
+			transport.WithIdleTTL(24 * time.Hour),
 		}, opts...)
 		t, err := transport.New(all...)
 		if err != nil {
