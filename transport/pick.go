@@ -8,11 +8,6 @@ import (
 	"github.com/proxybreaker/proxybreaker/breaker"
 )
 
-// sampleTries is how many random draws selection makes before it scans the whole tier. While most
-// exits are ready a draw almost always hits, so picking costs the same for 10 exits or 100,000;
-// when most are not, the scan finds the few that are and the soonest probe time.
-const sampleTries = 8
-
 // maxPickRounds bounds how often a pick retries when another request took a probe slot between
 // its peek and its acquire.
 const maxPickRounds = 4
@@ -221,7 +216,7 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bo
 		return ticket{}, false
 	}
 	t := ticket{exit: es, origin: o}
-	lease := p.pairPol.Settings().ProbeLease
+	lease := p.probeLease
 	var ok bool
 	if !p.exitOpen.get(id) {
 		t.exitPm = es.wide.PermitFor(breaker.CurrentGeneration)

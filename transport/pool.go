@@ -49,6 +49,9 @@ type Pool struct {
 	// with no breaker need no counting unless the failure-ratio condition is on, and it needs no
 	// bucket unless every pair is rate-limited.
 	lazyPairs bool
+	// probeLease is the pair policy's ProbeLease, read once: acquire needs it on every pick, and
+	// Policy.Settings copies the whole struct.
+	probeLease time.Duration
 
 	gate       *ratelimit.Gate // nil: no rate limits (and no adaptation)
 	claimer    ProbeClaimer    // nil: probes are this pool's alone
@@ -121,6 +124,7 @@ func newPool(c *config) (*Pool, error) {
 		claimer:  c.claimer,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
 	}
+	p.probeLease = pairPol.Settings().ProbeLease
 	if p.gate != nil && p.gate.PairsLimited() {
 		p.lazyPairs = false
 	}

@@ -2,6 +2,11 @@ package transport
 
 import "time"
 
+// sampleTries is how many random draws selection makes before it scans the whole tier. While most
+// exits are ready a draw almost always hits, so picking costs the same for 10 exits or 100,000;
+// when most are not, the scan finds the few that are and the soonest probe time.
+const sampleTries = 8
+
 // choice is what choose found: an exit, or when none is ready, the soonest instant a breaker may
 // admit a probe and the soonest a token comes for an exit whose breakers are ready.
 type choice struct {
