@@ -237,7 +237,7 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bo
 			t.exitPm.Release(now)
 			return ticket{}, false
 		}
-	case o.open.get(id) || o.limited.get(id):
+	case o.open.get(id) || (p.gate != nil && o.limited.get(id)):
 		pr = o.lookupPair(id) // out of CLOSED, or paced: the pair's own state matters
 	}
 	t.lazyPair = pr == nil

@@ -75,8 +75,12 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 	return ok, at
 }
 
-// tokensReady peeks, taking nothing, at the buckets of exit i of g for o.
+// tokensReady peeks, taking nothing, at the buckets of exit i of g for o. Without rate limits
+// there are none, and it reads nothing.
 func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (bool, time.Time, string) {
+	if p.gate == nil {
+		return true, time.Time{}, ""
+	}
 	if g.buckets != nil {
 		if ok, at := g.buckets[i].Ready(now); !ok {
 			return false, at, "exit"
