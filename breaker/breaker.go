@@ -18,12 +18,14 @@ type Breaker struct {
 	mu     sync.Mutex
 	state  State // stored state; OPEN reads as HALF_OPEN once now reaches nextProbe
 	parked bool
-	// notClosed mirrors state != Closed. It is written under mu, with state, and read without mu
-	// by Ready and State: a CLOSED breaker reads as CLOSED whatever now is, so the mirror answers
-	// them without taking the lock, which keeps the pool's peeks at mostly-CLOSED breakers from
-	// writing to (and, across cores, bouncing) the breaker's cache line.
-	notClosed atomic.Bool
-	gen       uint64
+	// word mirrors gen<<1 | (state != Closed). It is written under mu, after every change of state
+	// or generation (publish), and read without mu by Ready, State and ClosedPermit: a CLOSED
+	// breaker reads as CLOSED whatever now is, so the mirror answers them without taking the lock,
+	// which keeps the pool's peeks at mostly-CLOSED breakers from writing to (and, across cores,
+	// bouncing) the breaker's cache line — and it gives a lock-free CLOSED permit the exact
+	// generation it was admitted in.
+	word atomic.Uint64
+	gen  uint64
 	level     int // backoff level of the last trip; decays while CLOSED
 	trips     uint32
 	softAt    int64 // when a soft failure began waiting for its other half; 0 if none
@@ -76,9 +78,10 @@ type Hooks struct {
 	// concurrently with other calls: it must be quick and must not block.
 	OnStateChange func(Transition)
 	// Mirror is called under the breaker's lock whenever the breaker leaves CLOSED (true) or returns
-	// to it (false), in the order the changes happen. It lets a table keep a compact copy of "which
-	// breakers are not CLOSED" that is never stale for long; it must only store the value (an atomic
-	// write) and must not call the breaker.
+	// to it (false), in the order the changes happen, after the new generation is set and before
+	// ClosedPermit can see it. It lets a table keep a compact copy of "which breakers are not
+	// CLOSED" that is never stale for long; it must only store values (atomic writes) and must not
+	// call the breaker.
 	Mirror func(notClosed bool)
 }
 
@@ -89,23 +92,42 @@ func (p *Policy) NewBreakerWith(h Hooks) *Breaker {
 	return b
 }
 
-// setNotClosed records, under the lock, whether the breaker is out of CLOSED.
-func (b *Breaker) setNotClosed(v bool) {
-	if b.notClosed.Swap(v) != v && b.mirror != nil {
-		b.mirror(v)
+// publish mirrors the state and generation into word, under the lock, after every change of
+// either. The Mirror hook runs before the new word is stored, so a reader that sees the new
+// generation also sees whatever the hook wrote.
+func (b *Breaker) publish() {
+	notClosed := b.state != Closed
+	w := b.gen << 1
+	if notClosed {
+		w |= 1
 	}
+	if old := b.word.Load(); (old&1 != 0) != notClosed && b.mirror != nil {
+		b.mirror(notClosed)
+	}
+	b.word.Store(w)
 }
 
-// CurrentGeneration, given to PermitFor, makes a permit whose verdict applies to whatever
-// generation the breaker is in when the verdict arrives, provided it is CLOSED then.
-const CurrentGeneration = ^uint64(0)
+func (b *Breaker) notClosed() bool { return b.word.Load()&1 != 0 }
 
-// PermitFor returns a CLOSED-state permit of generation gen, as if Acquire had issued it then,
-// without taking the breaker's lock. It is for tables that admit a request by a cheaper means than
-// Acquire — a compact mirror of which breakers are CLOSED (Hooks.Mirror), or no breaker yet for a
-// fresh key — and hand the verdict to the breaker afterwards. The verdict applies if the breaker
-// is CLOSED in generation gen (any generation for CurrentGeneration) and is dropped otherwise: a
-// CLOSED permit never counts against an OPEN or HALF_OPEN breaker. Such permits are not probes.
+// ClosedPermit returns a permit for a CLOSED breaker without taking its lock, or ok false if the
+// breaker is not CLOSED (then use Acquire, which may hand out a probe). The permit belongs to the
+// generation the breaker is in now: if the breaker trips — and even if it closes again — before
+// the verdict arrives, the verdict is dropped as stale. It is the cheap path for the many requests
+// a CLOSED breaker admits; such permits are never probes.
+func (b *Breaker) ClosedPermit() (pm Permit, ok bool) {
+	w := b.word.Load()
+	if w&1 != 0 {
+		return Permit{}, false
+	}
+	return Permit{b: b, gen: w >> 1, slot: -1}, true
+}
+
+// PermitFor returns a CLOSED-state permit of generation gen, as if Acquire had issued it in that
+// generation, without taking the breaker's lock. Its verdict applies if the breaker is CLOSED in
+// generation gen when the verdict arrives and is dropped otherwise: a CLOSED permit never counts
+// against an OPEN or HALF_OPEN breaker, nor against a later CLOSED generation. A table that admits
+// a request before its breaker exists (a key seen for the first time) gives the verdict
+// PermitFor(0) of the breaker it makes. Such permits are not probes.
 func (b *Breaker) PermitFor(gen uint64) Permit { return Permit{b: b, gen: gen, slot: -1} }
 
 // Policy returns the policy the breaker was made with.
@@ -138,8 +160,8 @@ func (b *Breaker) deliver(e *events) {
 // earliest instant that may change: the end of the cooldown or of the soonest probe lease. Ready
 // changes nothing.
 func (b *Breaker) Ready(now time.Time) (ok bool, retryAt time.Time) {
-	if !b.notClosed.Load() {
-		return true, time.Time{} // CLOSED admits everything; see notClosed
+	if !b.notClosed() {
+		return true, time.Time{} // CLOSED admits everything; see word
 	}
 	b.mu.Lock()
 	st, until := b.view(now.UnixNano())
@@ -256,11 +278,11 @@ func (b *Breaker) acquire(now, leaseFor int64, ev *events) (Permit, bool) {
 
 func (b *Breaker) enterHalfOpen(now int64, ev *events) {
 	b.state = HalfOpen
-	b.setNotClosed(true)
 	b.parked = false // a probe that fails or expires opens one level up, unparked
 	b.gen++
 	b.inflight, b.successes = 0, 0
 	clear(b.leases)
+	b.publish()
 	// Drawn now, so that Ready can tell where a lease expiry leads without drawing.
 	b.reopenIn = int64(b.p.jittered(b.p.Cooldown(b.level + 1)))
 	b.note(now, CauseCooldown, Open, ev)
@@ -297,10 +319,10 @@ func (b *Breaker) note(now int64, c Cause, from State, ev *events) {
 func (b *Breaker) open(now, next int64, c Cause, parked bool, ev *events) {
 	from := b.state
 	b.state = Open
-	b.setNotClosed(true)
 	b.parked = parked
 	b.nextProbe = next
 	b.newGeneration()
+	b.publish()
 	b.note(now, c, from, ev)
 }
 
@@ -363,10 +385,10 @@ func (b *Breaker) park(now int64, ev *events) {
 
 func (b *Breaker) close(now int64, ev *events) {
 	b.state = Closed
-	b.setNotClosed(false)
 	b.parked = false
 	b.closedAt = now
 	b.newGeneration() // probe successes must not dilute the next CLOSED period's ratio
+	b.publish()
 	if b.p.s.StablePeriod < 0 {
 		b.level = 0
 	}
@@ -453,8 +475,8 @@ func (b *Breaker) Idle(now time.Time, ttl time.Duration) bool {
 
 // State returns the state at now, as Snapshot would report it, without the rest of the snapshot.
 func (b *Breaker) State(now time.Time) State {
-	if !b.notClosed.Load() {
-		return Closed // see notClosed
+	if !b.notClosed() {
+		return Closed // see word
 	}
 	b.mu.Lock()
 	st, _ := b.view(now.UnixNano())

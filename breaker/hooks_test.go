@@ -22,8 +22,8 @@ func TestMirrorFollowsEveryChange(t *testing.T) {
 	}
 }
 
-// TestPermitForGenerations: PermitFor(gen) counts while the breaker is CLOSED in gen;
-// CurrentGeneration counts in any CLOSED generation; neither counts against OPEN or HALF_OPEN.
+// TestPermitForGenerations: PermitFor(gen) and ClosedPermit count while the breaker is CLOSED in
+// the permit's generation; neither counts against OPEN or HALF_OPEN, nor in a later CLOSED generation.
 func TestPermitForGenerations(t *testing.T) {
 	b := mustPolicy(t, fixed(Settings{})).NewBreaker(nil)
 	for i := range 3 {
@@ -32,7 +32,10 @@ func TestPermitForGenerations(t *testing.T) {
 	if st := b.State(at(3)); st != Open {
 		t.Fatalf("three PermitFor(0) failures: State = %v, want open", st)
 	}
-	b.PermitFor(CurrentGeneration).Failure(at(4), Failure{Permanent: true})
+	if _, ok := b.ClosedPermit(); ok {
+		t.Fatalf("ClosedPermit() of an OPEN breaker: ok = true, want false")
+	}
+	b.PermitFor(0).Failure(at(4), Failure{Permanent: true})
 	if s := b.Snapshot(at(4)); s.Parked {
 		t.Errorf("a CLOSED permit parked an OPEN breaker")
 	}
@@ -43,10 +46,36 @@ func TestPermitForGenerations(t *testing.T) {
 	if n := b.Snapshot(at(101)).FailuresInWindow; n != 0 {
 		t.Errorf("PermitFor(0) after the breaker re-closed in generation %d counted: %d failures", gen, n)
 	}
-	b.PermitFor(CurrentGeneration).Failure(at(102), Failure{Reason: "now"})
+	now, ok := b.ClosedPermit()
+	if !ok || now.Generation() != gen {
+		t.Fatalf("ClosedPermit() = generation %d, %v; want %d, true", now.Generation(), ok, gen)
+	}
+	now.Failure(at(102), Failure{Reason: "now"})
 	b.PermitFor(gen).Failure(at(103), Failure{Reason: "now"})
 	if n := b.Snapshot(at(103)).FailuresInWindow; n != 2 {
-		t.Errorf("FailuresInWindow = %d after a CurrentGeneration and a PermitFor(%d) failure, want 2", n, gen)
+		t.Errorf("FailuresInWindow = %d after a ClosedPermit and a PermitFor(%d) failure, want 2", n, gen)
+	}
+}
+
+// TestStaleClosedPermitCannotRetrip: a permit taken without the lock while the breaker was CLOSED,
+// whose failure arrives after the breaker tripped and closed again, is dropped: a slow request from
+// before a trip neither re-trips nor counts against the re-closed breaker.
+func TestStaleClosedPermitCannotRetrip(t *testing.T) {
+	b := mustPolicy(t, fixed(Settings{FailureThreshold: 1})).NewBreaker(nil)
+	slow, ok := b.ClosedPermit()
+	if !ok {
+		t.Fatal("ClosedPermit() of a fresh breaker: ok = false")
+	}
+	fast, _ := b.ClosedPermit()
+	fast.Failure(at(0), Failure{Reason: "trip"})
+	probe, ok := b.Acquire(at(100))
+	if !ok || !probe.Probe() {
+		t.Fatalf("Acquire(t100) = %v, %v; want a probe", probe, ok)
+	}
+	probe.Success(at(100))
+	slow.Failure(at(101), Failure{Reason: "stale"})
+	if s := b.Snapshot(at(101)); s.State != Closed || s.FailuresInWindow != 0 || s.Trips != 1 {
+		t.Errorf("after a stale failure: Snapshot = %v, %d failures, %d trips; want closed, 0, 1", s.State, s.FailuresInWindow, s.Trips)
 	}
 }
 
@@ -56,7 +85,8 @@ func TestNeutralClosedPermitIsFree(t *testing.T) {
 	b := mustPolicy(t, fixed(Settings{})).NewBreaker(nil)
 	pm, _ := b.Acquire(at(0))
 	pm.Neutral(at(100))
-	b.PermitFor(CurrentGeneration).Release(at(100))
+	cp, _ := b.ClosedPermit()
+	cp.Release(at(100))
 	if !b.Idle(at(100), 50*unit) {
 		t.Errorf("Idle(t100, 50s) = false after neutral verdicts at t100, want true (last use t0)")
 	}

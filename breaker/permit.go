@@ -60,7 +60,7 @@ func (p Permit) report(now time.Time, v verdict, f Failure) {
 	var ev events
 	b.mu.Lock()
 	b.expireLeases(t, &ev)
-	if (p.gen == b.gen || p.gen == CurrentGeneration) && b.holds(p) {
+	if p.gen == b.gen && b.holds(p) {
 		b.apply(t, p, v, f, &ev)
 	}
 	b.mu.Unlock()

@@ -60,12 +60,11 @@ func (b *Breaker) Restore(now time.Time, s Saved) bool {
 	b.newGeneration()
 	if s.State == Closed {
 		b.state, b.parked = Closed, false
-		b.setNotClosed(false)
 	} else {
 		b.state, b.parked = Open, s.Parked
 		b.nextProbe = s.NextProbe.UnixNano()
-		b.setNotClosed(true)
 	}
+	b.publish()
 	b.changedAt, b.lastCause = t, CauseRestored
 	if !s.Changed.IsZero() {
 		b.changedAt = s.Changed.UnixNano()

@@ -1,6 +1,9 @@
 package clock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Clock tells the time and makes timers. Implementations must be safe for concurrent use.
 type Clock interface {
@@ -8,6 +11,9 @@ type Clock interface {
 	Now() time.Time
 	// NewTimer returns a Timer that delivers the time on its channel once d has elapsed.
 	NewTimer(d time.Duration) Timer
+	// AfterFunc returns a Timer that calls f, in its own goroutine for System, once d has
+	// elapsed. Its C is nil.
+	AfterFunc(d time.Duration, f func()) Timer
 }
 
 // Timer is the part of *time.Timer that waits use.
@@ -27,7 +33,27 @@ func (systemClock) Now() time.Time { return time.Now() }
 
 func (systemClock) NewTimer(d time.Duration) Timer { return systemTimer{time.NewTimer(d)} }
 
+func (systemClock) AfterFunc(d time.Duration, f func()) Timer {
+	return systemTimer{time.AfterFunc(d, f)}
+}
+
 type systemTimer struct{ t *time.Timer }
 
 func (t systemTimer) C() <-chan time.Time { return t.t.C }
 func (t systemTimer) Stop() bool          { return t.t.Stop() }
+
+// Sleep waits on c until d has passed or ctx is done, and returns ctx's error in the second case.
+// A d <= 0 returns at once (nil, unless ctx is already done).
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := c.NewTimer(d)
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}

@@ -1,12 +1,15 @@
 package clock
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
 
-// Fake is a Clock that moves only when told to. Timers fire, in order of their deadlines, when
-// Advance or Set moves the clock past them. The zero value is not usable; call NewFake.
+// Fake is a Clock that moves only when told to. Timers fire, in order of their deadlines (and of
+// their making, for equal deadlines), when Advance or Set moves the clock past them: a channel
+// timer by a send on its buffered channel, an AfterFunc timer by calling its func synchronously,
+// in the goroutine that moved the clock, after the Fake's lock is released. The zero value is not usable; call NewFake.
 // A Fake is safe for concurrent use.
 type Fake struct {
 	mu     sync.Mutex
@@ -44,7 +47,12 @@ func (f *Fake) Set(t time.Time) {
 	clear(f.timers[len(kept):])
 	f.timers = kept
 	f.mu.Unlock()
+	slices.SortStableFunc(due, func(a, b *fakeTimer) int { return a.deadline.Compare(b.deadline) })
 	for _, tm := range due {
+		if tm.f != nil {
+			tm.f()
+			continue
+		}
 		tm.ch <- t // buffered: never blocks
 	}
 }
@@ -73,9 +81,26 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 	return tm
 }
 
+// AfterFunc returns a timer that calls f when the clock reaches Now()+d; d <= 0 calls f at once,
+// in a new goroutine (as time.AfterFunc does).
+func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
+	tm := &fakeTimer{clock: f, f: fn}
+	f.mu.Lock()
+	tm.deadline = f.now.Add(d)
+	if d <= 0 {
+		f.mu.Unlock()
+		go fn()
+		return tm
+	}
+	f.timers = append(f.timers, tm)
+	f.mu.Unlock()
+	return tm
+}
+
 type fakeTimer struct {
 	clock    *Fake
 	deadline time.Time
+	f        func() // AfterFunc's; nil for a channel timer
 	ch       chan time.Time
 }
 
