@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
-	"time"
+
+	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // attempt is one request in flight through one exit. Once the response headers are in, it is also
@@ -13,7 +15,7 @@ import (
 // body that dies mid-read still counts against the exit, once.
 type attempt struct {
 	t      *Transport
-	tk     ticket
+	lease  pool.Lease
 	info   AttemptInfo
 	caller *http.Request   // the caller's request: its context and Cancel channel say whether the caller gave up
 	ctx    context.Context // the attempt's: the caller's + exit + cancel + observers'
@@ -23,30 +25,26 @@ type attempt struct {
 	actx    attemptContext
 	at      Attempt
 	cancel  context.CancelCauseFunc
-	timer   *time.Timer
-	memo    *retryMemo
+	timer   clock.Timer
 	rc      io.ReadCloser
 	status  int
-	verdict Verdict // a successful attempt's verdict, applied when the body ends
+	verdict pool.Verdict // a successful attempt's verdict, applied when the body ends
 	done    atomic.Bool
 }
 
 func (a *attempt) headersTimedOut() { a.cancel(errHeaderTimeout) }
 
 // finish applies the verdict once and reports the attempt to observers.
-func (a *attempt) finish(v Verdict, status int, err error) {
+func (a *attempt) finish(v pool.Verdict, status int, err error) {
 	if !a.done.CompareAndSwap(false, true) {
 		return
 	}
 	now := a.t.clock.Now()
-	if v.Outcome == Transient || v.Outcome == Permanent {
-		a.memo.add(a.tk.exit.id)
-	}
-	pairAfter, exitAfter := a.t.pool.finish(now, &a.tk, v)
+	after := a.lease.ReportAt(now, v)
 	if len(a.t.obs) > 0 {
 		a.t.obs.finished(a.ctx, AttemptResult{
 			AttemptInfo: a.info, Verdict: v, StatusCode: status, Err: err,
-			Latency: now.Sub(a.info.At), PairStateAfter: pairAfter, ExitStateAfter: exitAfter,
+			Latency: now.Sub(a.info.At), PairStateAfter: after.PairState, ExitStateAfter: after.ExitState,
 		})
 	}
 }
@@ -60,9 +58,9 @@ func (a *attempt) Read(p []byte) (int, error) {
 		case err == io.EOF:
 			a.finish(a.verdict, a.status, nil)
 		case callerDone(a.caller):
-			a.finish(Verdict{Outcome: Neutral, Class: ClassCanceled}, a.status, err)
+			a.finish(pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}, a.status, err)
 		default:
-			a.finish(Verdict{Outcome: Transient, Class: ClassBodyRead, ConnLevel: true}, a.status, err)
+			a.finish(pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBodyRead, ConnLevel: true}, a.status, err)
 		}
 	}
 	return n, err

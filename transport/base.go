@@ -6,10 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"golang.org/x/net/proxy"
 )
 
@@ -31,47 +30,17 @@ func DefaultBaseTemplate() *http.Transport {
 	}
 }
 
-// baseSlot holds an exit's own *http.Transport, built on first use. One transport per exit is what
-// makes routing true: net/http pools HTTP/2 connections by origin alone, so a shared transport with
-// a per-request Proxy func would reuse one exit's h2 connection for every exit.
-type baseSlot struct {
-	mu sync.Mutex
-	rt atomic.Pointer[http.Transport]
-}
-
-// exitTransport returns es's base transport, cloning template the first time.
-func exitTransport(es *exitState, template *http.Transport, resolver *net.Resolver) *http.Transport {
-	if rt := es.base.rt.Load(); rt != nil {
-		return rt
-	}
-	es.base.mu.Lock()
-	defer es.base.mu.Unlock()
-	rt := es.base.rt.Load()
-	if rt == nil {
-		rt = newExitTransport(es.exit, template, resolver)
-		es.base.rt.Store(rt)
-	}
-	return rt
-}
-
-// closeIdle closes the idle connections of es's base transport, if it was ever built.
-func closeIdle(es *exitState) {
-	if rt := es.base.rt.Load(); rt != nil {
-		rt.CloseIdleConnections()
-	}
-}
-
-func newExitTransport(e *Exit, template *http.Transport, resolver *net.Resolver) *http.Transport {
+func newExitTransport(e *pool.Exit, template *http.Transport, resolver *net.Resolver) *http.Transport {
 	tr := template.Clone()
-	label := e.label
+	label := e.Label()
 	tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
 		if res.StatusCode != http.StatusOK {
 			return &ProxyConnectError{Exit: label, StatusCode: res.StatusCode}
 		}
 		return nil
 	}
-	switch e.u.Scheme {
-	case SchemeSOCKS5, SchemeSOCKS5H:
+	switch e.Scheme() {
+	case pool.SchemeSOCKS5, pool.SchemeSOCKS5H:
 		tr.Proxy = nil
 		tr.DialContext = socksDialer(e, template, resolver)
 	default:
@@ -95,17 +64,18 @@ func (f forwardDialer) DialContext(ctx context.Context, network, addr string) (n
 // socks5 resolves it here first. A proxy that turns the credentials down fails the dial with a
 // *socksAuthError, told from the SOCKS5 replies themselves (socksWatch), not from x/net/proxy's
 // message text.
-func socksDialer(e *Exit, template *http.Transport, resolver *net.Resolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func socksDialer(e *pool.Exit, template *http.Transport, resolver *net.Resolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	u := e.ProxyURL()
 	var auth *proxy.Auth
-	if e.u.User != nil {
-		pass, _ := e.u.User.Password()
-		auth = &proxy.Auth{User: e.u.User.Username(), Password: pass}
+	if u.User != nil {
+		pass, _ := u.User.Password()
+		auth = &proxy.Auth{User: u.User.Username(), Password: pass}
 	}
 	forward := template.DialContext
 	if forward == nil {
 		forward = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
 	}
-	localDNS := e.u.Scheme == SchemeSOCKS5
+	localDNS := e.Scheme() == pool.SchemeSOCKS5
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if localDNS {
 			host, port, err := net.SplitHostPort(addr)
@@ -126,7 +96,7 @@ func socksDialer(e *Exit, template *http.Transport, resolver *net.Resolver) func
 		// A dialer per connection, so that this dial's handshake is the one watched. proxy.SOCKS5
 		// only allocates; the TCP and SOCKS handshakes that follow cost far more.
 		var watch *socksWatch
-		d, err := proxy.SOCKS5("tcp", e.u.Host, auth, forwardDialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d, err := proxy.SOCKS5("tcp", u.Host, auth, forwardDialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := forward(ctx, network, addr)
 			if err != nil {
 				return nil, err
@@ -135,11 +105,11 @@ func socksDialer(e *Exit, template *http.Transport, resolver *net.Resolver) func
 			return watch, nil
 		}))
 		if err != nil { // only for an unknown network, which net/http never asks for
-			return nil, fmt.Errorf("transport: exit %s: socks5: %w", e.label, err)
+			return nil, fmt.Errorf("transport: exit %s: socks5: %w", e.Label(), err)
 		}
 		c, err := d.(proxy.ContextDialer).DialContext(ctx, network, addr)
 		if err != nil && watch != nil && watch.authRejected() {
-			return nil, &socksAuthError{exit: e.label, err: err}
+			return nil, &socksAuthError{exit: e.Label(), err: err}
 		}
 		return c, err
 	}

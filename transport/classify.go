@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // Attempt is one try of a request through one exit, as a Classifier sees it.
@@ -17,7 +19,7 @@ type Attempt struct {
 	Request  *http.Request  // the request as sent (its context carries the exit)
 	Response *http.Response // nil when Err is set
 	Err      error          // nil when a response arrived
-	Exit     *Exit
+	Exit     *pool.Exit
 	Origin   string
 	Now      time.Time // when the response or error arrived, for Retry-After dates
 	// CallerDone reports that the caller's own context ended (cancelled or past its deadline) while
@@ -31,14 +33,14 @@ type Attempt struct {
 // caller still reads the whole body; it must not close it. Implementations must be safe for
 // concurrent use.
 type Classifier interface {
-	Classify(a *Attempt) Verdict
+	Classify(a *Attempt) pool.Verdict
 }
 
 // ClassifierFunc adapts a function to the Classifier interface.
-type ClassifierFunc func(a *Attempt) Verdict
+type ClassifierFunc func(a *Attempt) pool.Verdict
 
 // Classify calls f(a).
-func (f ClassifierFunc) Classify(a *Attempt) Verdict { return f(a) }
+func (f ClassifierFunc) Classify(a *Attempt) pool.Verdict { return f(a) }
 
 // DefaultClassifier is the classifier a Transport uses unless told otherwise. Wrap it to change a
 // few cases and defer the rest:
@@ -61,18 +63,18 @@ type StandardClassifier struct {
 }
 
 // Classify implements Classifier.
-func (c *StandardClassifier) Classify(a *Attempt) Verdict {
+func (c *StandardClassifier) Classify(a *Attempt) pool.Verdict {
 	if a.Err != nil {
 		return classifyError(a)
 	}
 	return c.classifyResponse(a)
 }
 
-func (c *StandardClassifier) classifyResponse(a *Attempt) Verdict {
+func (c *StandardClassifier) classifyResponse(a *Attempt) pool.Verdict {
 	resp := a.Response
 	code := resp.StatusCode
 	if code == http.StatusProxyAuthRequired {
-		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}
+		return pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}
 	}
 	var ra time.Duration
 	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == http.StatusForbidden {
@@ -86,28 +88,28 @@ func (c *StandardClassifier) classifyResponse(a *Attempt) Verdict {
 		body, complete, err := peekBody(resp, limit)
 		if err != nil {
 			if a.CallerDone {
-				return Verdict{Outcome: Neutral, Class: ClassCanceled}
+				return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}
 			}
-			return Verdict{Outcome: Transient, Class: ClassBodyRead, ConnLevel: true}
+			return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBodyRead, ConnLevel: true}
 		}
 		s := Sample{Response: resp, Body: body, Lower: lowerASCII(body), Complete: complete}
 		for _, d := range c.Detectors {
 			if d.Detect(&s) {
-				return Verdict{Outcome: Transient, Class: ClassBlocked, RetryAfter: ra, Detector: d.Name()}
+				return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked, RetryAfter: ra, Detector: d.Name()}
 			}
 		}
 	}
 	switch {
 	case code == http.StatusTooManyRequests:
-		return Verdict{Outcome: Transient, Class: ClassRateLimited, RetryAfter: ra}
+		return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: ra}
 	case code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
-		return Verdict{Outcome: Transient, Class: ClassOrigin5xx, Soft: true, RetryAfter: ra}
+		return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassOrigin5xx, Soft: true, RetryAfter: ra}
 	case code >= 500:
-		return Verdict{Outcome: Neutral, Class: ClassOriginError}
+		return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassOriginError}
 	case code >= 400:
-		return Verdict{Outcome: Success, Class: ClassOrigin4xx}
+		return pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}
 	}
-	return Verdict{Outcome: Success, Class: ClassOK}
+	return pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}
 }
 
 func lowerASCII(b []byte) []byte {
@@ -145,13 +147,13 @@ func (e *socksAuthError) Error() string {
 }
 func (e *socksAuthError) Unwrap() error { return e.err }
 
-func classifyError(a *Attempt) Verdict {
+func classifyError(a *Attempt) pool.Verdict {
 	err := a.Err
 	if a.CallerDone {
-		return Verdict{Outcome: Neutral, Class: ClassCanceled}
+		return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}
 	}
 	if a.TimedOut {
-		return Verdict{Outcome: Transient, Class: ClassTimeout, ConnLevel: true}
+		return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 	}
 	var pce *ProxyConnectError
 	if errors.As(err, &pce) {
@@ -159,38 +161,38 @@ func classifyError(a *Attempt) Verdict {
 		case http.StatusProxyAuthRequired, http.StatusUnauthorized:
 			// Only the proxy answers a CONNECT, so a 401 is its credential check too: tinyproxy up to
 			// 1.11.1 answers wrong credentials 401 (tinyproxy issue #532).
-			return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}
+			return pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			// The proxy tried the target and failed: the target's trouble, or this exit's route to it.
-			return Verdict{Outcome: Transient, Class: ClassUpstream, Soft: true}
+			return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassUpstream, Soft: true}
 		}
-		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyConnect}
+		return pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyConnect}
 	}
 	var sae *socksAuthError
 	if errors.As(err, &sae) {
-		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}
+		return pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}
 	}
 	var odns *originDNSError
 	if errors.As(err, &odns) {
-		return Verdict{Outcome: Neutral, Scope: ScopeOrigin, Class: ClassOriginDNS}
+		return pool.Verdict{Outcome: pool.Neutral, Scope: pool.ScopeOrigin, Class: pool.ClassOriginDNS}
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		// Every connection dials the proxy, so a failed lookup is the proxy's name.
 		if dnsErr.IsTimeout {
-			return Verdict{Outcome: Transient, Class: ClassTimeout, ConnLevel: true}
+			return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 		}
-		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyDNS}
+		return pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyDNS}
 	}
 	if dialRefused(err) {
-		return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyRefused}
+		return pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyRefused}
 	}
 	if isTimeout(err) {
-		return Verdict{Outcome: Transient, Class: ClassTimeout, ConnLevel: true}
+		return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		// Refused after the dial (a SOCKS proxy relaying the target's refusal).
-		return Verdict{Outcome: Transient, Class: ClassConnection, ConnLevel: true}
+		return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassConnection, ConnLevel: true}
 	}
 	var certErr *tls.CertificateVerificationError
 	var unknownAuth x509.UnknownAuthorityError
@@ -199,17 +201,17 @@ func classifyError(a *Attempt) Verdict {
 	var recErr tls.RecordHeaderError
 	if errors.As(err, &certErr) || errors.As(err, &unknownAuth) || errors.As(err, &hostErr) ||
 		errors.As(err, &alert) || errors.As(err, &recErr) {
-		return Verdict{Outcome: Transient, Class: ClassTLS, ConnLevel: true}
+		return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTLS, ConnLevel: true}
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, net.ErrClosed) {
-		return Verdict{Outcome: Transient, Class: ClassConnection, ConnLevel: true}
+		return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassConnection, ConnLevel: true}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		// A context we did not recognise as the caller's: treat as the caller's.
-		return Verdict{Outcome: Neutral, Class: ClassCanceled}
+		return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}
 	}
-	return Verdict{Outcome: Transient, Class: ClassError}
+	return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassError}
 }
 
 // dialRefused reports whether err holds a refused dial. Every connection dials the proxy, so the

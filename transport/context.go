@@ -3,7 +3,8 @@ package transport
 import (
 	"context"
 	"net/http"
-	"sync"
+
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 type ctxKey int
@@ -12,29 +13,60 @@ const (
 	exitKey ctxKey = iota
 	attemptKey
 	sessionKey
-	retryKey
+	retriesKey
 	pinKey
 )
 
-// PinExit returns a context whose requests go through the exit labelled label and no other: if
-// that exit's breakers or buckets do not admit the request, RoundTrip fails (or waits for the
-// exit's token) rather than picking another. It takes the exit's permits by the same path as any
-// request, so a reheat loop that probes through it never holds a probe slot twice, and never
-// competes unfairly with live traffic for one.
-func PinExit(ctx context.Context, label string) context.Context {
+// ContextWithExit returns a context whose requests go through the exit labelled label and no
+// other (pool.Request.Exit): if that exit's breakers or buckets do not admit the request, RoundTrip
+// fails (or waits for the exit's token) rather than picking another. A reheat loop probes through it.
+func ContextWithExit(ctx context.Context, label string) context.Context {
 	return context.WithValue(ctx, pinKey, label)
+}
+
+// ContextWithSession returns a context whose requests stick to one exit per origin
+// (pool.Request.Session): later requests of the session reuse the exit the first one got until
+// that exit's breakers leave CLOSED. Use it for logins and carts that must keep one IP.
+func ContextWithSession(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, sessionKey, key)
+}
+
+// ContextWithRetries returns a context for one logical request whose attempts share a
+// *pool.Retries: a retry goes out through an exit that has not failed the request while one is
+// ready. Retry layers (packages collyext and retry) call it once per logical request; a context
+// that already has one is returned as it is.
+func ContextWithRetries(ctx context.Context) context.Context {
+	if RetriesFromContext(ctx) != nil {
+		return ctx
+	}
+	return context.WithValue(ctx, retriesKey, pool.NewRetries())
+}
+
+// RetriesFromContext returns the *pool.Retries ContextWithRetries put in ctx, or nil.
+func RetriesFromContext(ctx context.Context) *pool.Retries {
+	r, _ := ctx.Value(retriesKey).(*pool.Retries)
+	return r
+}
+
+// request returns what a pick for req needs from its context.
+func request(ctx context.Context, origin string) pool.Request {
+	r := pool.Request{Origin: origin}
+	r.Exit, _ = ctx.Value(pinKey).(string)
+	r.Session, _ = ctx.Value(sessionKey).(string)
+	r.Retries = RetriesFromContext(ctx)
+	return r
 }
 
 // ExitFromContext returns the exit the transport picked for the request whose context this is.
 // A custom base RoundTripper (WithBase) must send the request through it.
-func ExitFromContext(ctx context.Context) (*Exit, bool) {
-	e, ok := ctx.Value(exitKey).(*Exit)
+func ExitFromContext(ctx context.Context) (*pool.Exit, bool) {
+	e, ok := ctx.Value(exitKey).(*pool.Exit)
 	return e, ok && e != nil
 }
 
 // ExitFromResponse returns the exit that carried resp, or nil if resp did not come through a
 // Transport.
-func ExitFromResponse(resp *http.Response) *Exit {
+func ExitFromResponse(resp *http.Response) *pool.Exit {
 	if resp == nil || resp.Request == nil {
 		return nil
 	}
@@ -45,7 +77,7 @@ func ExitFromResponse(resp *http.Response) *Exit {
 // attemptContext carries the picked exit without a separate context.WithValue allocation.
 type attemptContext struct {
 	context.Context
-	exit *Exit
+	exit *pool.Exit
 	att  *attempt
 }
 
@@ -63,78 +95,13 @@ func (c *attemptContext) Value(key any) any {
 // class of a 429 (rate_limited), a challenge page (blocked, with the Detector), a 407 from the proxy
 // (proxy_auth), and so on. ok is false if resp did not come through a Transport. A success can still
 // turn into a body_read failure if the body dies mid-read; observers see that final verdict.
-func VerdictFromResponse(resp *http.Response) (v Verdict, ok bool) {
+func VerdictFromResponse(resp *http.Response) (v pool.Verdict, ok bool) {
 	if resp == nil || resp.Request == nil {
-		return Verdict{}, false
+		return pool.Verdict{}, false
 	}
 	a, _ := resp.Request.Context().Value(attemptKey).(*attempt)
 	if a == nil {
-		return Verdict{}, false
+		return pool.Verdict{}, false
 	}
 	return a.verdict, true
-}
-
-// WithSession returns a context whose requests stick to one exit per origin: the first request of
-// the session for an origin picks an exit as usual, and later ones reuse it until that exit's
-// breaker for the origin (or the exit's own) leaves CLOSED, when the session moves to another exit.
-// Use it for logins and carts that must keep one IP.
-func WithSession(ctx context.Context, key string) context.Context {
-	return context.WithValue(ctx, sessionKey, key)
-}
-
-// WithRetries returns a context that remembers which exits failed the requests made with it, so
-// that a retry of the same logical request goes out through another exit while one is ready.
-// Retry layers (the collyext and retry hooks) call it once per logical request; every attempt then
-// shares the memory.
-func WithRetries(ctx context.Context) context.Context {
-	if _, ok := ctx.Value(retryKey).(*retryMemo); ok {
-		return ctx
-	}
-	return context.WithValue(ctx, retryKey, &retryMemo{})
-}
-
-// retryMemo remembers the last few exits that failed one logical request.
-type retryMemo struct {
-	mu     sync.Mutex
-	failed [8]uint32 // exit ids + 1; 0 = empty
-	next   int
-}
-
-func retryMemoFrom(ctx context.Context) *retryMemo {
-	m, _ := ctx.Value(retryKey).(*retryMemo)
-	return m
-}
-
-func (m *retryMemo) add(id uint32) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	m.failed[m.next] = id + 1
-	m.next = (m.next + 1) % len(m.failed)
-	m.mu.Unlock()
-}
-
-// avoids reports whether id failed this logical request. A nil memo avoids nothing.
-func (m *retryMemo) avoids(id uint32) bool {
-	if m == nil {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, f := range m.failed {
-		if f == id+1 {
-			return true
-		}
-	}
-	return false
-}
-
-func (m *retryMemo) empty() bool {
-	if m == nil {
-		return true
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.failed[0] == 0
 }

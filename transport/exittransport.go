@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // NewExitTransport returns a new *http.Transport that sends every request through e, built exactly
@@ -17,7 +19,7 @@ import (
 // package probe builds its pre-dispatch probes on it, so that the probe and the transport classify
 // the same failure the same way. The caller owns the result and should call CloseIdleConnections
 // when done with it.
-func NewExitTransport(e *Exit, template *http.Transport, resolver *net.Resolver) (*http.Transport, error) {
+func NewExitTransport(e *pool.Exit, template *http.Transport, resolver *net.Resolver) (*http.Transport, error) {
 	if e == nil {
 		return nil, fmt.Errorf("transport: NewExitTransport: nil exit")
 	}

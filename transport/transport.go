@@ -6,22 +6,25 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
-// Transport is an http.RoundTripper that sends each request through an exit of its Pool: it picks a
-// ready exit for the request's origin, sends the request through it, classifies the outcome and
-// feeds the breakers. Set it as http.Client.Transport. It is safe for concurrent use.
+// Transport is an http.RoundTripper that sends each request through an exit of its pool: it picks
+// a ready exit for the request's origin (pool.Pool.Pick), sends the request through that exit's
+// chain, classifies the outcome and reports the verdict on the lease. Set it as
+// http.Client.Transport. It is safe for concurrent use.
 //
 // It keeps net/http's RoundTripper contract: the caller's request is never modified, its body is
 // closed on every path, a response comes with a nil error whatever its status, and
 // CloseIdleConnections reaches every exit's connections. When no exit is ready it fails closed:
 // never a direct connection.
 type Transport struct {
-	pool          *Pool
+	pool          *pool.Pool
 	classifier    Classifier
 	base          http.RoundTripper // nil: one *http.Transport per exit, from template
 	template      *http.Transport
@@ -30,7 +33,12 @@ type Transport struct {
 	headerTimeout time.Duration
 	clock         clock.Clock
 	obs           observers
+	exitMW        []ExitMiddleware
+	handler       http.RoundTripper // the per-request chain around roundTrip
+	exits         sync.Map          // *pool.Exit → *exitChain
+	unobserve     []func()
 	closed        atomic.Bool
+	closeOnce     sync.Once
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -54,36 +62,48 @@ var errNilResponse = errors.New("transport: base RoundTripper returned a nil res
 // errAttemptPanicked is the error observers see for an attempt ended by a panic.
 var errAttemptPanicked = errors.New("transport: attempt panicked")
 
-// New returns a Transport configured by opts. It validates everything up front: a bad setting is an
-// error naming it.
-func New(opts ...Option) (*Transport, error) {
+// New returns a Transport that sends requests through the exits of p, configured by opts. It
+// validates everything up front: a bad setting is an error naming it. Several transports may share
+// one pool.
+func New(p *pool.Pool, opts ...Option) (*Transport, error) {
+	if p == nil {
+		return nil, fmt.Errorf("transport: New: nil pool")
+	}
 	c, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	pool := c.pool
-	if pool == nil {
-		if pool, err = newPool(c); err != nil {
-			return nil, err
-		}
-	} else if len(c.poolOptions) > 0 {
-		return nil, fmt.Errorf("transport: WithPool cannot be combined with pool options (%v): configure the pool itself", c.poolOptions)
-	}
 	t := &Transport{
-		pool: pool, classifier: c.classifier, base: c.base, template: c.template, resolver: c.resolver,
-		originKey: c.originKey, headerTimeout: c.headerTimeout, clock: pool.clock, obs: pool.obs,
+		pool: p, classifier: c.classifier, base: c.base, template: c.template, resolver: c.resolver,
+		originKey: c.originKey, headerTimeout: c.headerTimeout, clock: p.Clock(), obs: c.observers,
+		exitMW: c.exitMW,
 	}
-	if t.template == nil {
-		t.template = DefaultBaseTemplate()
+	var h http.RoundTripper = roundTripFunc(t.roundTrip)
+	for i := len(c.middleware) - 1; i >= 0; i-- {
+		if h = c.middleware[i](h); h == nil {
+			return nil, fmt.Errorf("transport: WithMiddleware: middleware %d returned a nil RoundTripper", i)
+		}
 	}
-	if t.base == nil {
-		pool.removed = closeIdle
+	t.handler = h
+	rm, _ := p.Observe(exitRemoved{t: t})
+	t.unobserve = append(t.unobserve, rm)
+	for _, o := range c.observers {
+		po, ok := o.(pool.Observer)
+		if !ok {
+			continue
+		}
+		rm, err := p.Observe(po)
+		if err != nil {
+			t.detach()
+			return nil, fmt.Errorf("transport: WithObserver: %w", err)
+		}
+		t.unobserve = append(t.unobserve, rm)
 	}
 	return t, nil
 }
 
 // Pool returns the transport's pool: add and remove exits, take snapshots.
-func (t *Transport) Pool() *Pool { return t.pool }
+func (t *Transport) Pool() *pool.Pool { return t.pool }
 
 // CloseIdleConnections closes the idle connections of every exit (or calls the base's).
 func (t *Transport) CloseIdleConnections() {
@@ -93,21 +113,33 @@ func (t *Transport) CloseIdleConnections() {
 		}
 		return
 	}
-	for _, es := range t.pool.set.Load().all {
-		closeIdle(es)
-	}
+	t.exits.Range(func(_, v any) bool {
+		v.(*exitChain).closeIdle()
+		return true
+	})
 }
 
-// Close makes RoundTrip refuse new requests with ErrClosed, closes idle connections and waits for
-// the pool's background sweeps. Requests in flight finish.
+// Close makes RoundTrip refuse new requests with ErrClosed, closes idle connections, takes the
+// transport's observers off the pool and waits for the pool's background sweeps. Requests in
+// flight finish. The pool stays usable.
 func (t *Transport) Close() error {
 	t.closed.Store(true)
 	t.CloseIdleConnections()
+	t.detach()
 	t.pool.Close()
 	return nil
 }
 
-// RoundTrip implements http.RoundTripper.
+func (t *Transport) detach() {
+	t.closeOnce.Do(func() {
+		for _, rm := range t.unobserve {
+			rm()
+		}
+	})
+}
+
+// RoundTrip implements http.RoundTripper: the request goes through the per-request middleware,
+// then is picked an exit and sent.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {
 		closeRequestBody(req)
@@ -117,36 +149,38 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, ErrClosed
 	}
+	return t.handler.RoundTrip(req)
+}
+
+// roundTrip is the innermost link of the per-request chain: pick, attempt, classify, report.
+func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil {
+		closeRequestBody(req)
+		return nil, errors.New("transport: request has no URL")
+	}
 	ctx := req.Context()
-	now := t.clock.Now()
 	origin := t.originKey(req.URL)
-	tk, err := t.pool.pick(ctx, now, origin)
+	lease, err := t.pool.Pick(ctx, request(ctx, origin))
 	if err != nil {
 		closeRequestBody(req)
-		t.obs.refused(ctx, origin, err)
 		return nil, err
 	}
-	now = tk.now // later than before if the request waited for a token
-	a := &attempt{t: t, tk: tk, caller: req, memo: retryMemoFrom(ctx)}
-	a.info = AttemptInfo{
-		Exit: tk.exit.exit, Origin: origin, Method: req.Method, At: now,
-		Probe:     tk.pairPm.Probe() || tk.exitPm.Probe() || tk.originPm.Probe(),
-		PairState: tk.pairState, ExitState: tk.exitState,
-		DryRun: t.pool.dryRun, WouldRefuse: tk.would,
-	}
+	a := &attempt{t: t, lease: lease, caller: req}
+	a.info = AttemptInfo{LeaseInfo: lease.Info(), Method: req.Method}
+	exit := a.info.Exit
 	cctx, cancel := context.WithCancelCause(ctx)
 	a.cancel = cancel
-	a.actx = attemptContext{Context: cctx, exit: tk.exit.exit, att: a}
+	a.actx = attemptContext{Context: cctx, exit: exit, att: a}
 	a.ctx = &a.actx
 	settled := false
 	defer func() {
 		if !settled {
 			// A panic in an observer, the base or the classifier: give the permits back (probe
-			// slots, in-flight count) before it goes on up.
+			// slots, leases out) before it goes on up.
 			if a.timer != nil {
 				a.timer.Stop()
 			}
-			a.finish(Verdict{Outcome: Neutral, Class: ClassError}, 0, errAttemptPanicked)
+			a.finish(pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassError}, 0, errAttemptPanicked)
 			cancel(nil)
 		}
 	}()
@@ -154,10 +188,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.ctx = t.obs.started(a.ctx, a.info)
 	}
 	if t.headerTimeout > 0 {
-		a.timer = time.AfterFunc(t.headerTimeout, a.headersTimedOut)
+		a.timer = t.clock.AfterFunc(t.headerTimeout, a.headersTimedOut)
 	}
 	out := req.WithContext(a.ctx) // a shallow copy: the caller's request is never touched
-	resp, err := t.roundTripper(tk.exit).RoundTrip(out)
+	resp, err := t.exitRoundTripper(exit).RoundTrip(out)
 	if resp != nil && err != nil { // a misbehaving base: keep our own contract
 		resp.Body.Close()
 		resp = nil
@@ -172,7 +206,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Request = out // so that ExitFromResponse names the exit
 	}
 	at := &a.at
-	*at = Attempt{Request: out, Response: resp, Err: err, Exit: tk.exit.exit, Origin: origin}
+	*at = Attempt{Request: out, Response: resp, Err: err, Exit: exit, Origin: origin}
 	at.Now = t.clock.Now()
 	at.CallerDone = callerDone(req)
 	at.TimedOut = context.Cause(cctx) == errHeaderTimeout
@@ -186,28 +220,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// The header timeout fired while the classifier peeked at the body: the body is dead.
 		resp.Body.Close()
 		resp, err = nil, errHeaderTimeout
-		v = Verdict{Outcome: Transient, Class: ClassTimeout, ConnLevel: true}
+		v = pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 	}
 	settled = true
 	if err != nil {
 		a.finish(v, 0, err)
 		cancel(nil)
-		return nil, &AttemptError{Exit: tk.exit.exit.label, Origin: origin, Verdict: v, Err: err}
+		return nil, &AttemptError{Exit: exit.Label(), Origin: origin, Verdict: v, Err: err}
 	}
 	a.rc = resp.Body
 	resp.Body = a
 	a.status, a.verdict = resp.StatusCode, v // fixed from here on: VerdictFromResponse reads them
-	if v.Outcome != Success {
+	if v.Outcome != pool.Success {
 		a.finish(v, resp.StatusCode, nil)
 	}
 	return resp, nil
-}
-
-func (t *Transport) roundTripper(es *exitState) http.RoundTripper {
-	if t.base != nil {
-		return t.base
-	}
-	return exitTransport(es, t.template, t.resolver)
 }
 
 // callerDone reports whether the caller gave up on req: its context ended, or (for callers such

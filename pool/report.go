@@ -1,4 +1,4 @@
-package transport
+package pool
 
 import (
 	"time"
@@ -61,8 +61,12 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter
 
 // pairPermit returns the permit a failure of t's pair is given. An attempt admitted while the pair
 // was CLOSED without touching its breaker (or before it had one) held a CLOSED permit in spirit:
-// the breaker is looked up, or made, now, and the failure counts if it is still CLOSED — one that
-// tripped meanwhile drops it as stale.
+// the breaker is looked up, or made, now, and the failure counts only if the pair is CLOSED in the
+// generation the attempt was admitted in. One that tripped meanwhile is not CLOSED; one that tripped
+// and closed again has a later closedEpoch than the attempt saw: either way the failure is stale and
+// dropped. (ClosedPermit is read before closedEpoch: a breaker publishes its generation after its
+// Mirror hook has stored closedEpoch, so a generation read at or after a re-close comes with the
+// re-close's epoch.)
 func (p *Pool) pairPermit(t *ticket) breaker.Permit {
 	if !t.lazyPair {
 		return t.pairPm // a permit, or none when a dry run sent the attempt past an OPEN pair
@@ -71,9 +75,13 @@ func (p *Pool) pairPermit(t *ticket) breaker.Permit {
 	for range 3 {
 		if pr, alive := p.pairFor(o, t.exit); alive {
 			t.pair = pr
-			return pr.b.PermitFor(breaker.CurrentGeneration)
+			pm, closed := pr.b.ClosedPermit()
+			if !closed || pr.closedEpoch.Load() > t.epoch {
+				return breaker.Permit{}
+			}
+			return pm
 		}
-		o = p.liveOrigin(o.key) // swept while the attempt ran
+		o = p.liveOrigin(o.key) // swept while the attempt ran; a fresh pair's epoch is 0
 	}
 	return breaker.Permit{}
 }

@@ -1,4 +1,4 @@
-package transport
+package pool
 
 import (
 	"encoding/json"
@@ -197,8 +197,8 @@ func TestParseExitErrors(t *testing.T) {
 		if !strings.Contains(msg, tt.want) {
 			t.Errorf("%d: ParseExit(%q) = error %q, want error containing %q", i, tt.raw, msg, tt.want)
 		}
-		if !strings.HasPrefix(msg, "transport: ") {
-			t.Errorf("%d: ParseExit(%q) = error %q, want the prefix %q", i, tt.raw, msg, "transport: ")
+		if !strings.HasPrefix(msg, "pool: ") {
+			t.Errorf("%d: ParseExit(%q) = error %q, want the prefix %q", i, tt.raw, msg, "pool: ")
 		}
 		exitNoSecret(t, fmt.Sprintf("%d: ParseExit(%q) error", i, tt.raw), msg)
 		exitNoSecret(t, fmt.Sprintf("%d: ParseExit(%q) error %%#v", i, tt.raw), fmt.Sprintf("%#v", err))
@@ -228,7 +228,7 @@ func TestExitNeverShowsPassword(t *testing.T) {
 	if got := e.String(); got != label {
 		t.Errorf("String() = %q, want %q", got, label)
 	}
-	if got, want := e.GoString(), `transport.Exit("`+label+`")`; got != want {
+	if got, want := e.GoString(), `pool.Exit("`+label+`")`; got != want {
 		t.Errorf("GoString() = %q, want %q", got, want)
 	}
 	shown := map[string]string{
@@ -244,8 +244,7 @@ func TestExitNeverShowsPassword(t *testing.T) {
 		"%+v struct":     fmt.Sprintf("%+v", struct{ E *Exit }{e}),
 		"%#v struct":     fmt.Sprintf("%#v", struct{ E *Exit }{e}),
 		"%v map":         fmt.Sprintf("%v", map[string]*Exit{"a": e}),
-		"connect error":  (&ProxyConnectError{Exit: e.Label(), StatusCode: 407}).Error(),
-		"attempt error":  (&AttemptError{Exit: e.Label(), Origin: "shop.example", Err: fmt.Errorf("boom")}).Error(),
+		"refusal":        (&NoHealthyExitError{Origin: e.Label(), Exits: 1}).Error(),
 		"%v with label":  fmt.Sprintf("%v", e.WithLabel("dc-1")),
 		"%#v with tier":  fmt.Sprintf("%#v", e.WithTier(3)),
 		"%+v with weigh": fmt.Sprintf("%+v", e.WithWeight(2)),

@@ -1,4 +1,4 @@
-package transport
+package pool
 
 import (
 	"bufio"
@@ -50,7 +50,7 @@ func ReadExits(r io.Reader) ([]*Exit, error) {
 		errs = append(errs, fmt.Errorf("after line %d: %w", line, err))
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("transport: proxy list: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("pool: proxy list: %w", errors.Join(errs...))
 	}
 	return exits, nil
 }

@@ -1,4 +1,4 @@
-package transport
+package pool
 
 import (
 	"cmp"
@@ -26,6 +26,7 @@ type Pool struct {
 	guard     guardConfig
 	obs       observers
 	dryRun    bool
+	inline    bool // sweep on the pick that finds a sweep due
 	selection Selection
 	tiers     bool
 	idleTTL   time.Duration
@@ -53,15 +54,12 @@ type Pool struct {
 	// Policy.Settings copies the whole struct.
 	probeLease time.Duration
 
-	gate       *ratelimit.Gate // nil: no rate limits (and no adaptation)
-	claimer    ProbeClaimer    // nil: probes are this pool's alone
-	throttleOb []ThrottleObserver
+	gate    *ratelimit.Gate // nil: no rate limits (and no adaptation)
+	claimer ProbeClaimer    // nil: probes are this pool's alone
 
 	lastSweep atomic.Int64
 	sweeping  atomic.Bool
 	sweeps    sync.WaitGroup
-
-	removed func(*exitState) // set by the Transport: close the exit's idle connections
 }
 
 // exitState is an exit as the pool tracks it.
@@ -71,7 +69,6 @@ type exitState struct {
 	wide    *breaker.Breaker
 	bucket  *ratelimit.Bucket // the exit's own token bucket; nil if not limited
 	removed atomic.Bool
-	base    baseSlot // the exit's own *http.Transport, built on first use
 }
 
 // exitSet is an immutable view of the exits, replaced whole on every change.
@@ -94,31 +91,28 @@ type tierGroup struct {
 	cum     []float64 // cumulative weights; nil when every weight is equal
 }
 
-// NewPool returns a pool configured by opts. Transport options (WithBase and the like) are ignored.
-func NewPool(opts ...Option) (*Pool, error) {
+// New returns a pool configured by opts. It validates everything up front: a bad setting is an
+// error naming it.
+func New(opts ...Option) (*Pool, error) {
 	c, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	return newPool(c)
-}
-
-func newPool(c *config) (*Pool, error) {
 	pairPol, err := breaker.NewPolicy(c.pair)
 	if err != nil {
-		return nil, fmt.Errorf("transport: pair breaker: %w", err)
+		return nil, fmt.Errorf("pool: pair breaker settings: %w", err)
 	}
 	exitPol, err := breaker.NewPolicy(c.exit)
 	if err != nil {
-		return nil, fmt.Errorf("transport: exit breaker: %w", err)
+		return nil, fmt.Errorf("pool: exit breaker settings: %w", err)
 	}
 	guard, err := newGuardConfig(c.guard, c.rand)
 	if err != nil {
 		return nil, err
 	}
 	p := &Pool{
-		clock: c.clock, pairPol: pairPol, exitPol: exitPol, guard: guard, obs: c.observers,
-		dryRun: c.dryRun, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
+		clock: c.clock, pairPol: pairPol, exitPol: exitPol, guard: guard,
+		dryRun: c.dryRun, inline: c.inlineSweep, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
 		rand: c.rand, origins: make(map[string]*originState), lazyPairs: pairPol.Settings().FailureRatio == 0,
 		gate:     c.gate,
 		claimer:  c.claimer,
@@ -128,9 +122,9 @@ func newPool(c *config) (*Pool, error) {
 	if p.gate != nil && p.gate.PairsLimited() {
 		p.lazyPairs = false
 	}
-	for _, o := range p.obs {
-		if to, ok := o.(ThrottleObserver); ok {
-			p.throttleOb = append(p.throttleOb, to)
+	for _, o := range c.observers {
+		if _, err := p.Observe(o); err != nil {
+			return nil, fmt.Errorf("pool: WithObserver: %w", err)
 		}
 	}
 	p.set.Store(p.buildSet(nil))
@@ -152,11 +146,11 @@ func (p *Pool) Add(exits ...*Exit) error {
 	for i, e := range exits {
 		switch {
 		case e == nil:
-			errs = append(errs, fmt.Errorf("transport: exit %d is nil", i))
+			errs = append(errs, fmt.Errorf("pool: exit %d is nil", i))
 		case old.byLabel[e.label] != nil || seen[e.label]:
-			errs = append(errs, fmt.Errorf("transport: duplicate exit label %q", e.label))
+			errs = append(errs, fmt.Errorf("pool: duplicate exit label %q", e.label))
 		case !(e.weight > 0) || math.IsInf(e.weight, 0):
-			errs = append(errs, fmt.Errorf("transport: exit %s: weight %v must be positive and finite", e.label, e.weight))
+			errs = append(errs, fmt.Errorf("pool: exit %s: weight %v must be positive and finite", e.label, e.weight))
 		default:
 			seen[e.label] = true
 		}
@@ -183,8 +177,8 @@ func (p *Pool) Add(exits ...*Exit) error {
 	return nil
 }
 
-// Remove removes the exits with the given labels and closes their idle connections. Requests in
-// flight through them finish normally. Unknown labels are an error; known ones are removed anyway.
+// Remove removes the exits with the given labels; observers hear of each (a transport closes the
+// exit's idle connections). Leases out on them finish normally. Unknown labels are an error; known ones are removed anyway.
 func (p *Pool) Remove(labels ...string) error {
 	p.mu.Lock()
 	old := p.set.Load()
@@ -193,7 +187,7 @@ func (p *Pool) Remove(labels ...string) error {
 	for _, l := range labels {
 		if old.byLabel[l] == nil {
 			// Redacted: a caller that removes by proxy-list line or dialing URL passed a password.
-			errs = append(errs, fmt.Errorf("transport: no exit labelled %q", RedactRaw(l)))
+			errs = append(errs, fmt.Errorf("pool: no exit labelled %q", RedactRaw(l)))
 		}
 		drop[l] = true
 	}
@@ -210,12 +204,26 @@ func (p *Pool) Remove(labels ...string) error {
 	for _, es := range gone {
 		es.removed.Store(true)
 		p.gone.set(es.id, true)
-		if p.removed != nil {
-			p.removed(es)
-		}
+		p.obs.exitRemoved(es.exit)
 	}
 	return errors.Join(errs...)
 }
+
+// Exit returns the exit labelled label, or nil.
+func (p *Pool) Exit(label string) *Exit { return p.set.Load().byLabel[label].exitOrNil() }
+
+func (es *exitState) exitOrNil() *Exit {
+	if es == nil {
+		return nil
+	}
+	return es.exit
+}
+
+// Clock returns the clock the pool reads and waits on.
+func (p *Pool) Clock() clock.Clock { return p.clock }
+
+// DryRun reports whether the pool was made WithDryRun.
+func (p *Pool) DryRun() bool { return p.dryRun }
 
 // Exits returns the pool's exits, in the order they were added.
 func (p *Pool) Exits() []*Exit {
@@ -290,6 +298,10 @@ type originState struct {
 	bucket  *ratelimit.Bucket // the origin's own bucket, across all exits; nil if not limited
 	dead    atomic.Bool       // dropped from the pool's table by a sweep; re-look it up
 	guard   *originGuard
+	// epoch counts the times a pair of this origin returned to CLOSED. A lease admitted without
+	// looking at its pair (lazyPair) remembers it, so its verdict can tell a pair that re-closed
+	// since — whose generation it never saw — from one that stayed CLOSED (see pairPermit).
+	epoch atomic.Uint64
 }
 
 type pair struct {
@@ -297,6 +309,8 @@ type pair struct {
 	pace   *ratelimit.Pair // nil without rate limits
 	exit   *exitState
 	origin *originState
+	// closedEpoch is the origin's epoch when the pair last returned to CLOSED; 0 if never.
+	closedEpoch atomic.Uint64
 }
 
 // origin returns the state for key, creating it if needed.
@@ -346,7 +360,12 @@ func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
 		OnStateChange: func(t breaker.Transition) {
 			p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: pr.exit.exit, Origin: pr.origin.key, Transition: t})
 		},
-		Mirror: func(notClosed bool) { o.open.set(es.id, notClosed) },
+		Mirror: func(notClosed bool) {
+			if !notClosed {
+				pr.closedEpoch.Store(o.epoch.Add(1))
+			}
+			o.open.set(es.id, notClosed)
+		},
 	})
 	if p.gate != nil {
 		pr.pace = p.gate.NewPair(es.exit.label)
@@ -370,13 +389,19 @@ func (p *Pool) originList() []*originState {
 	return out
 }
 
-// maybeSweep starts a sweep of idle breakers at most once per half idle TTL.
+// maybeSweep sweeps idle breakers at most once per half idle TTL: in the background, or at once
+// WithInlineSweep.
 func (p *Pool) maybeSweep(now time.Time) {
 	last := p.lastSweep.Load()
 	if now.UnixNano()-last < int64(p.idleTTL/2) || !p.sweeping.CompareAndSwap(false, true) {
 		return
 	}
 	p.lastSweep.Store(now.UnixNano())
+	if p.inline {
+		p.Sweep(now)
+		p.sweeping.Store(false)
+		return
+	}
 	p.sweeps.Add(1)
 	go func() {
 		defer p.sweeps.Done()
@@ -387,8 +412,8 @@ func (p *Pool) maybeSweep(now time.Time) {
 
 // Sweep drops, at now, the pair breakers that are idle and healthy (breaker.Breaker.Idle with the
 // pool's idle TTL) or belong to removed exits, and origins left with nothing to remember. The pool
-// sweeps by itself in the background as traffic flows; Sweep is for tests and for callers that
-// want memory back at once.
+// sweeps by itself as picks flow (in the background, or inline WithInlineSweep); Sweep is for
+// tests and for callers that want memory back at once.
 func (p *Pool) Sweep(now time.Time) {
 	for _, o := range p.originList() {
 		o.mu.Lock()

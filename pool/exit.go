@@ -1,4 +1,4 @@
-package transport
+package pool
 
 import (
 	"encoding/json"
@@ -49,7 +49,7 @@ var defaultProxyPort = map[string]string{
 func ParseExit(raw string) (*Exit, error) {
 	s := strings.TrimSpace(raw)
 	if s == "" {
-		return nil, fmt.Errorf("transport: empty proxy address")
+		return nil, fmt.Errorf("pool: empty proxy address")
 	}
 	var u *url.URL
 	switch _, _, _, isColon := colonForm(s); {
@@ -64,13 +64,13 @@ func ParseExit(raw string) (*Exit, error) {
 		pu, err := url.Parse(s)
 		if err != nil {
 			// url.Parse quotes its whole input, password and all: say it in our words.
-			return nil, fmt.Errorf("transport: proxy %q: malformed URL", RedactRaw(s))
+			return nil, fmt.Errorf("pool: proxy %q: malformed URL", RedactRaw(s))
 		}
 		u = pu
 	case strings.Contains(s, "@"):
 		pu, err := url.Parse("http://" + s)
 		if err != nil {
-			return nil, fmt.Errorf("transport: proxy %q: malformed address", RedactRaw(s))
+			return nil, fmt.Errorf("pool: proxy %q: malformed address", RedactRaw(s))
 		}
 		u = pu
 	default:
@@ -99,7 +99,7 @@ func MustParseExit(raw string) *Exit {
 // NewExit returns an Exit that dials u. u is copied.
 func NewExit(u *url.URL) (*Exit, error) {
 	if u == nil {
-		return nil, fmt.Errorf("transport: nil proxy URL")
+		return nil, fmt.Errorf("pool: nil proxy URL")
 	}
 	c := *u
 	if u.User != nil {
@@ -119,7 +119,7 @@ func parseColonForm(s string) (*url.URL, error) {
 	if strings.HasPrefix(s, "[") {
 		end := strings.Index(s, "]")
 		if end < 0 {
-			return nil, fmt.Errorf("transport: proxy %q: unterminated IPv6 literal", RedactRaw(s))
+			return nil, fmt.Errorf("pool: proxy %q: unterminated IPv6 literal", RedactRaw(s))
 		}
 		host, rest = s[:end+1], strings.TrimPrefix(s[end+1:], ":")
 	} else {
@@ -129,12 +129,12 @@ func parseColonForm(s string) (*url.URL, error) {
 	port, cred, hasCred := strings.Cut(rest, ":")
 	u := &url.URL{Scheme: SchemeHTTP, Host: net.JoinHostPort(strings.Trim(host, "[]"), port)}
 	if port == "" {
-		return nil, fmt.Errorf("transport: proxy %q: want host:port or host:port:user:pass", RedactRaw(s))
+		return nil, fmt.Errorf("pool: proxy %q: want host:port or host:port:user:pass", RedactRaw(s))
 	}
 	if hasCred {
 		user, pass, ok := strings.Cut(cred, ":")
 		if !ok || user == "" {
-			return nil, fmt.Errorf("transport: proxy %q: want host:port:user:pass", RedactRaw(s))
+			return nil, fmt.Errorf("pool: proxy %q: want host:port:user:pass", RedactRaw(s))
 		}
 		u.User = url.UserPassword(user, pass)
 	}
@@ -206,25 +206,25 @@ func checkProxyURL(u *url.URL, raw string) error {
 	u.Scheme = strings.ToLower(u.Scheme)
 	def, ok := defaultProxyPort[u.Scheme]
 	if !ok {
-		return fmt.Errorf("transport: proxy %q: scheme %q not supported (want http, https, socks5 or socks5h)", name, u.Scheme)
+		return fmt.Errorf("pool: proxy %q: scheme %q not supported (want http, https, socks5 or socks5h)", name, u.Scheme)
 	}
 	if u.Opaque != "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("transport: proxy %q: a proxy URL has no path, query or fragment", name)
+		return fmt.Errorf("pool: proxy %q: a proxy URL has no path, query or fragment", name)
 	}
 	u.Path = ""
 	host := u.Hostname()
 	if host == "" {
-		return fmt.Errorf("transport: proxy %q: missing host", name)
+		return fmt.Errorf("pool: proxy %q: missing host", name)
 	}
 	port := u.Port()
 	if port == "" {
 		// url.URL.Port ignores a port that is not a number: find it, and refuse it.
 		if i := strings.LastIndexByte(u.Host, ':'); i >= 0 && i+1 < len(u.Host) && !strings.Contains(u.Host[i:], "]") {
-			return fmt.Errorf("transport: proxy %q: bad port %q", name, u.Host[i+1:])
+			return fmt.Errorf("pool: proxy %q: bad port %q", name, u.Host[i+1:])
 		}
 		u.Host = net.JoinHostPort(host, def)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("transport: proxy %q: bad port %q", name, port)
+		return fmt.Errorf("pool: proxy %q: bad port %q", name, port)
 	}
 	if u.User != nil && u.User.Username() == "" {
 		if _, set := u.User.Password(); !set {
@@ -284,7 +284,7 @@ func (e *Exit) Label() string { return e.label }
 func (e *Exit) String() string { return e.label }
 
 // GoString returns the label too, so %#v cannot print the credentials.
-func (e *Exit) GoString() string { return "transport.Exit(" + strconv.Quote(e.label) + ")" }
+func (e *Exit) GoString() string { return "pool.Exit(" + strconv.Quote(e.label) + ")" }
 
 // Tier is the exit's tier: lower tiers are tried first when selection honours tiers (cheap
 // datacenter exits at 0, residential at 1, …). Default 0.
@@ -324,7 +324,7 @@ func (e *Exit) WithTier(t int) *Exit {
 	return &c
 }
 
-// WithWeight returns a copy of e with weight w. w must be positive and finite; NewPool rejects
+// WithWeight returns a copy of e with weight w. w must be positive and finite; pool.New and Pool.Add reject
 // other weights.
 func (e *Exit) WithWeight(w float64) *Exit {
 	c := *e

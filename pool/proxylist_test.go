@@ -1,4 +1,4 @@
-package transport
+package pool
 
 import (
 	"fmt"
@@ -112,8 +112,8 @@ func TestReadExitsErrors(t *testing.T) {
 			t.Errorf("%d: ReadExits(%q) = %v, %v, want nil exits with the error", i, tt.in, exits, err)
 		}
 		msg := err.Error()
-		if !strings.HasPrefix(msg, "transport: proxy list: ") {
-			t.Errorf("%d: ReadExits(%q) = error %q, want the prefix %q", i, tt.in, msg, "transport: proxy list: ")
+		if !strings.HasPrefix(msg, "pool: proxy list: ") {
+			t.Errorf("%d: ReadExits(%q) = error %q, want the prefix %q", i, tt.in, msg, "pool: proxy list: ")
 		}
 		for _, w := range tt.want {
 			if !strings.Contains(msg, w) {

@@ -1,7 +1,6 @@
-package transport
+package pool
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
@@ -15,17 +14,6 @@ import (
 // own lease.
 type ProbeClaimer interface {
 	ClaimProbe(now time.Time, target ProbeTarget, lease time.Duration) bool
-}
-
-// WithProbeClaimer makes the pool claim each probe with c before sending it.
-func WithProbeClaimer(c ProbeClaimer) Option {
-	return poolOption("WithProbeClaimer", func(cfg *config) error {
-		if c == nil {
-			return fmt.Errorf("transport: WithProbeClaimer: nil claimer")
-		}
-		cfg.claimer = c
-		return nil
-	})
 }
 
 // claimProbes claims the probes t holds (its pair's, its exit's) with the pool's claimer.

@@ -1,4 +1,4 @@
-package transport
+package pool
 
 import (
 	"fmt"
@@ -39,6 +39,9 @@ const (
 	ScopeOrigin              // this origin through every exit
 )
 
+// scopeNone stands for no scope where a function returns one only sometimes.
+const scopeNone Scope = 255
+
 var scopeNames = [...]string{"pair", "exit", "origin"}
 
 // String returns "pair", "exit" or "origin".
@@ -60,7 +63,7 @@ func (s *Scope) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("transport: unknown scope %q", b)
+	return fmt.Errorf("pool: unknown scope %q", b)
 }
 
 // Class is a short, low-cardinality name for what happened, fit for a metric label.

@@ -1,4 +1,4 @@
-package transport
+package pool
 
 import "time"
 
@@ -13,11 +13,11 @@ type choice struct {
 	exit       *exitState
 	probeAt    time.Time
 	tokenAt    time.Time
-	tokenScope string
+	tokenScope Scope
 }
 
 // choose picks a ready exit: from the lowest tier that has one, by sampling, then by scanning.
-func (p *Pool) choose(now time.Time, o *originState, memo *retryMemo) choice {
+func (p *Pool) choose(now time.Time, o *originState, memo *Retries) choice {
 	set := p.set.Load()
 	var c choice
 	for pass := 0; pass < 2; pass++ {
@@ -42,11 +42,11 @@ func (p *Pool) choose(now time.Time, o *originState, memo *retryMemo) choice {
 }
 
 // ready reports whether exit i of g may take a request for o now; if not, when that may change,
-// and whether only a token is missing (scope "exit" or "pair"; "" when a breaker refuses).
-// Buckets are peeked at only once the breakers would admit: an OPEN pair takes no token.
-func (p *Pool) ready(now time.Time, o *originState, g *tierGroup, i int, avoid *retryMemo) (bool, time.Time, string) {
+// and whether only a token is missing (scope ScopeExit or ScopePair; scopeNone when a breaker
+// refuses). Buckets are peeked at only once the breakers would admit: an OPEN pair takes no token.
+func (p *Pool) ready(now time.Time, o *originState, g *tierGroup, i int, avoid *Retries) (bool, time.Time, Scope) {
 	if ok, at := p.breakersReady(now, o, g, i, avoid); !ok {
-		return false, at, ""
+		return false, at, scopeNone
 	}
 	return p.tokensReady(now, o, g, i)
 }
@@ -55,9 +55,9 @@ func (p *Pool) ready(now time.Time, o *originState, g *tierGroup, i int, avoid *
 // admit a request now, and if not when that may change. The common case — both CLOSED — is
 // answered from two bit tables without touching the exit or the pair; only exits with a breaker
 // out of CLOSED are looked at closely.
-func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int, avoid *retryMemo) (bool, time.Time) {
+func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int, avoid *Retries) (bool, time.Time) {
 	id := g.ids[i]
-	if avoid != nil && avoid.avoids(id) {
+	if avoid != nil && avoid.Avoids(g.exits[i].exit) {
 		return false, time.Time{}
 	}
 	if p.dryRun || (!p.exitOpen.get(id) && !o.open.get(id)) {
@@ -77,23 +77,23 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 
 // tokensReady peeks, taking nothing, at the buckets of exit i of g for o. Without rate limits
 // there are none, and it reads nothing.
-func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (bool, time.Time, string) {
+func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (bool, time.Time, Scope) {
 	if p.gate == nil {
-		return true, time.Time{}, ""
+		return true, time.Time{}, scopeNone
 	}
 	if g.buckets != nil {
 		if ok, at := g.buckets[i].Ready(now); !ok {
-			return false, at, "exit"
+			return false, at, ScopeExit
 		}
 	}
 	if o.limited.get(g.ids[i]) {
 		if pr := o.lookupPair(g.ids[i]); pr != nil {
 			if ok, at := pr.pace.Bucket().Ready(now); !ok {
-				return false, at, "pair"
+				return false, at, ScopePair
 			}
 		}
 	}
-	return true, time.Time{}, ""
+	return true, time.Time{}, scopeNone
 }
 
 // draw returns the index of a random exit of g, by weight.
@@ -119,7 +119,7 @@ func (p *Pool) draw(g *tierGroup) int {
 // sample draws up to sampleTries exits and returns a ready one: the first, or with LeastLoaded the
 // less loaded of the first two whose breakers admit — and only that one's buckets are peeked at
 // (then the other's), so a pick peeks at one bucket, not at every candidate's.
-func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *retryMemo) *exitState {
+func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retries) *exitState {
 	if len(g.ids) == 0 {
 		return nil
 	}
@@ -161,7 +161,7 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *retryM
 // scan visits every exit of g from a random start and picks a ready one at random (by weight)
 // into c.exit; when there is none it keeps in c the soonest instants a breaker or a token may
 // make one ready.
-func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *retryMemo, c *choice) {
+func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *Retries, c *choice) {
 	n := len(g.ids)
 	if n == 0 {
 		return
@@ -180,7 +180,7 @@ func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *retryMem
 				c.exit = g.exits[i]
 			}
 		case at.IsZero():
-		case scope != "":
+		case scope != scopeNone:
 			if c.tokenAt.IsZero() || at.Before(c.tokenAt) {
 				c.tokenAt, c.tokenScope = at, scope
 			}

@@ -1,28 +1,10 @@
-package transport
+package pool
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/ratelimit"
 )
-
-// WithRateLimits puts token buckets in front of the breakers: per exit, per (exit, origin) and per
-// origin, as l says (see package ratelimit). An exit whose bucket has no token is not ready, so the
-// picker takes another that has one instead of waiting; when none has, the request waits for the
-// soonest token, bounded by its context, or fails fast with a *ThrottledError if l.FailFast. A 429
-// or a challenge page also slows the pair that got it (AIMD), whatever the configured limits.
-func WithRateLimits(l ratelimit.Limits) Option {
-	return poolOption("WithRateLimits", func(c *config) error {
-		g, err := ratelimit.New(l)
-		if err != nil {
-			return fmt.Errorf("transport: WithRateLimits: %w", err)
-		}
-		c.gate = g
-		return nil
-	})
-}
 
 // takeTokens takes the tokens t's attempt needs — its exit's, its pair's and its origin's — all or
 // none. Breaker permits are already held: a pair the breakers refuse never takes a token.
@@ -71,11 +53,5 @@ func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 		if t.pair.pace.Bucket() == nil {
 			t.origin.limited.set(t.exit.id, false)
 		}
-	}
-}
-
-func (p *Pool) throttled(ctx context.Context, th Throttle) {
-	for _, o := range p.throttleOb {
-		o.Throttled(ctx, th)
 	}
 }

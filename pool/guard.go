@@ -1,4 +1,4 @@
-package transport
+package pool
 
 import (
 	"fmt"
@@ -46,22 +46,22 @@ type guardConfig struct {
 }
 
 // newGuardConfig validates s; the guards' jitter draws from rnd, the pool's random source, so a
-// pool given a seeded WithRand is deterministic throughout.
+// pool given WithSeed is deterministic throughout.
 func newGuardConfig(s OriginGuardSettings, rnd func() uint64) (guardConfig, error) {
 	if s.MinExits < 0 || s.MinExits > guardSlots {
-		return guardConfig{}, fmt.Errorf("transport: OriginGuardSettings.MinExits = %d: must be in [0, %d]", s.MinExits, guardSlots)
+		return guardConfig{}, fmt.Errorf("pool: OriginGuardSettings.MinExits = %d: must be in [0, %d]", s.MinExits, guardSlots)
 	}
 	if s.MinExits == 0 {
 		s.MinExits = DefaultGuardMinExits
 	}
 	if s.Share < 0 || s.Share >= 1 || s.Share != s.Share {
-		return guardConfig{}, fmt.Errorf("transport: OriginGuardSettings.Share = %v: must be in [0, 1)", s.Share)
+		return guardConfig{}, fmt.Errorf("pool: OriginGuardSettings.Share = %v: must be in [0, 1)", s.Share)
 	}
 	if s.Share == 0 {
 		s.Share = DefaultGuardShare
 	}
 	if s.Window < 0 {
-		return guardConfig{}, fmt.Errorf("transport: OriginGuardSettings.Window = %v: must not be negative", s.Window)
+		return guardConfig{}, fmt.Errorf("pool: OriginGuardSettings.Window = %v: must not be negative", s.Window)
 	}
 	if s.Window == 0 {
 		s.Window = DefaultGuardWindow
@@ -77,7 +77,7 @@ func newGuardConfig(s OriginGuardSettings, rnd func() uint64) (guardConfig, erro
 		Rand: func() float64 { return float64(rnd()>>11) / (1 << 53) },
 	})
 	if err != nil {
-		return guardConfig{}, fmt.Errorf("transport: OriginGuardSettings: %w", err)
+		return guardConfig{}, fmt.Errorf("pool: OriginGuardSettings: %w", err)
 	}
 	return guardConfig{OriginGuardSettings: s, policy: pol}, nil
 }
@@ -119,9 +119,9 @@ func (g *originGuard) admit(now time.Time, origin string) (breaker.Permit, error
 	if g.cfg.Disabled {
 		return breaker.Permit{}, nil
 	}
-	if g.b.State(now) == breaker.Closed {
+	if pm, ok := g.b.ClosedPermit(); ok {
 		// The common case, without the breaker's lock (every request for the origin passes here).
-		return g.b.PermitFor(breaker.CurrentGeneration), nil
+		return pm, nil
 	}
 	pm, ok := g.b.Acquire(now)
 	if ok {

@@ -1,4 +1,4 @@
-package transport
+package pool
 
 import (
 	"cmp"
@@ -9,13 +9,13 @@ import (
 	"github.com/proxybreaker/proxybreaker/breaker"
 )
 
-// StateVersion is the version of the State format SaveState writes and RestoreState reads.
-const StateVersion = 1
+// SavedStateVersion is the version of the SavedState format Save writes and Restore reads.
+const SavedStateVersion = 1
 
-// State is the part of a pool's breakers worth keeping across a restart or handing to another
+// SavedState is the part of a pool's breakers worth keeping across a restart or handing to another
 // process: every breaker that is not CLOSED or whose backoff level has not decayed, keyed by exit
 // label and origin. It marshals to JSON and holds no credentials.
-type State struct {
+type SavedState struct {
 	Version  int            `json:"version"`
 	Saved    time.Time      `json:"saved"`
 	Breakers []SavedBreaker `json:"breakers"`
@@ -30,10 +30,9 @@ type SavedBreaker struct {
 	breaker.Saved
 }
 
-// SaveState returns the state of every breaker worth keeping at now, sorted by scope, exit and
-// origin.
-func (p *Pool) SaveState(now time.Time) State {
-	st := State{Version: StateVersion, Saved: now}
+// Save returns the state of every breaker worth keeping at now, sorted by scope, exit and origin.
+func (p *Pool) Save(now time.Time) SavedState {
+	st := SavedState{Version: SavedStateVersion, Saved: now}
 	for _, es := range p.set.Load().all {
 		if s := es.wide.Save(now); s.Worth() {
 			st.Breakers = append(st.Breakers, SavedBreaker{Scope: ScopeExit, Exit: es.exit.label, Saved: s})
@@ -60,14 +59,14 @@ func (p *Pool) SaveState(now time.Time) State {
 	return st
 }
 
-// RestoreState applies a saved State at now: each breaker takes its saved state unless it has
+// Restore applies a SavedState at now: each breaker takes its saved state unless it has
 // changed state since (breaker.Breaker.Restore). Entries for exits the pool does not have are
 // skipped and counted. An OPEN pair keeps its remaining window and trip count; a parked exit stays
-// parked; an entry whose window has passed admits a probe at once. A State of another version is
+// parked; an entry whose window has passed admits a probe at once. A SavedState of another version is
 // an error, and nothing is applied.
-func (p *Pool) RestoreState(now time.Time, s State) (applied, skipped int, err error) {
-	if s.Version != StateVersion {
-		return 0, 0, fmt.Errorf("transport: state version %d, want %d", s.Version, StateVersion)
+func (p *Pool) Restore(now time.Time, s SavedState) (applied, skipped int, err error) {
+	if s.Version != SavedStateVersion {
+		return 0, 0, fmt.Errorf("pool: saved state version %d, want %d", s.Version, SavedStateVersion)
 	}
 	for _, sb := range s.Breakers {
 		ok, known := p.apply(now, sb)
@@ -81,7 +80,7 @@ func (p *Pool) RestoreState(now time.Time, s State) (applied, skipped int, err e
 	return applied, skipped, nil
 }
 
-// Apply applies one saved breaker at now, as RestoreState does: a store or a fleet member
+// Apply applies one saved breaker at now, as Restore does: a store or a fleet member
 // delivering another process's news. It reports whether the breaker changed.
 func (p *Pool) Apply(now time.Time, sb SavedBreaker) bool {
 	ok, _ := p.apply(now, sb)
@@ -128,7 +127,7 @@ type ProbeTarget struct {
 
 // DueProbes lists, at now, the breakers that would admit a probe: OPEN with their cooldown over
 // (or HALF_OPEN with a slot free). It changes nothing; a prober sends each probe through the
-// transport with PinExit, so it takes the slot by the same path a live request would.
+// pool with Request.Exit set, so it takes the slot by the same path a live request would.
 func (p *Pool) DueProbes(now time.Time) []ProbeTarget {
 	var out []ProbeTarget
 	due := func(b *breaker.Breaker) bool {

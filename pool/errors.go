@@ -1,0 +1,80 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNoHealthyExit is matched (errors.Is) by the error Pick returns when no exit is ready for the
+// origin. The concrete error is a *NoHealthyExitError.
+var ErrNoHealthyExit = errors.New("pool: no healthy exit")
+
+// ErrOriginUnhealthy is matched by the error Pick returns when the origin itself is failing through
+// most exits at once. The concrete error is an *OriginUnhealthyError.
+var ErrOriginUnhealthy = errors.New("pool: origin unhealthy")
+
+// ErrThrottled is matched by the error Pick returns when rate limits held a request back and it
+// did not go: the limits fail fast, the request's deadline would pass before the next token, or
+// the caller gave up while it waited. The concrete error is a *ThrottledError.
+var ErrThrottled = errors.New("pool: throttled")
+
+// NoHealthyExitError says that no exit could take a request for Origin, and how long until the
+// soonest one may be probed. A retry layer should wait RetryIn before trying again.
+type NoHealthyExitError struct {
+	Origin  string
+	Exits   int           // exits in the pool when the request was refused
+	RetryIn time.Duration // until the soonest exit becomes probeable; 0 if unknown
+}
+
+func (e *NoHealthyExitError) Error() string {
+	if e.Exits == 0 {
+		return fmt.Sprintf("pool: no healthy exit for %s: the pool has no exits", e.Origin)
+	}
+	return fmt.Sprintf("pool: no healthy exit for %s: %d exits, none ready, soonest probe in %v",
+		e.Origin, e.Exits, e.RetryIn.Round(time.Millisecond))
+}
+
+// Is makes errors.Is(err, ErrNoHealthyExit) true.
+func (e *NoHealthyExitError) Is(target error) bool { return target == ErrNoHealthyExit }
+
+// OriginUnhealthyError says that the origin, not the exits, is failing: most of the exits that
+// tried it recently failed in the same way. Picks fail fast until the origin's guard lets a probe
+// through and it succeeds.
+type OriginUnhealthyError struct {
+	Origin       string
+	FailingExits int           // distinct exits that failed the origin in the episode
+	RetryIn      time.Duration // until the origin may be probed
+}
+
+func (e *OriginUnhealthyError) Error() string {
+	return fmt.Sprintf("pool: origin %s unhealthy: %d exits failed it at once, next probe in %v",
+		e.Origin, e.FailingExits, e.RetryIn.Round(time.Millisecond))
+}
+
+// Is makes errors.Is(err, ErrOriginUnhealthy) true.
+func (e *OriginUnhealthyError) Is(target error) bool { return target == ErrOriginUnhealthy }
+
+// ThrottledError says that no token was there for a request to Origin, which bucket lacked it
+// (ScopeExit, ScopePair or ScopeOrigin), and how long until the soonest one. Err is the caller's
+// context error when the caller gave up while waiting.
+type ThrottledError struct {
+	Origin  string
+	Scope   Scope
+	RetryIn time.Duration
+	Err     error
+}
+
+func (e *ThrottledError) Error() string {
+	msg := fmt.Sprintf("pool: throttled: no %s token for %s, next in %v", e.Scope, e.Origin, e.RetryIn.Round(time.Millisecond))
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrThrottled) true.
+func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
+
+// Unwrap returns the caller's context error, if any.
+func (e *ThrottledError) Unwrap() error { return e.Err }

@@ -1,0 +1,126 @@
+package pool
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// Retries is what the attempts of one logical request share: the exits that failed it, so a retry
+// goes out through another exit while one is ready (Request.Retries); the failed attempts, for the
+// error a retry layer gives up with; and the instant the next attempt may go, which a retry layer
+// notes when a refusal asks it to wait. Make one per logical request (transport.ContextWithRetries
+// does, for requests through a transport). A Retries is safe for concurrent use; the zero value is
+// ready to use.
+type Retries struct {
+	mu        sync.Mutex
+	avoid     [8]*Exit // the exits that failed the request, most recent last
+	next      int
+	failures  []FailedAttempt
+	notBefore time.Time
+}
+
+// MaxFailedAttempts is how many failed attempts a Retries remembers: the most recent ones.
+const MaxFailedAttempts = 8
+
+// FailedAttempt is one failed attempt of a logical request.
+type FailedAttempt struct {
+	Exit    string // the exit's label
+	Verdict Verdict
+	Err     error // what the attempt returned, as the retry layer saw it; may be nil
+}
+
+// NewRetries returns an empty Retries.
+func NewRetries() *Retries { return &Retries{} }
+
+// avoidExit notes that e failed the request. Lease.Report calls it for failures.
+func (r *Retries) avoidExit(e *Exit) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.avoid[r.next] = e
+	r.next = (r.next + 1) % len(r.avoid)
+	r.mu.Unlock()
+}
+
+// Avoids reports whether e failed the request: a pick for it passes e over while another exit is
+// ready. A nil Retries avoids nothing.
+func (r *Retries) Avoids(e *Exit) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.avoid {
+		if f == e && e != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Retries) empty() bool {
+	if r == nil {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.avoid[0] == nil
+}
+
+// Record adds a failed attempt, forgetting the oldest past MaxFailedAttempts.
+func (r *Retries) Record(f FailedAttempt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.failures) == MaxFailedAttempts {
+		r.failures = append(r.failures[:0], r.failures[1:]...)
+	}
+	r.failures = append(r.failures, f)
+}
+
+// Failures returns the failed attempts recorded, oldest first.
+func (r *Retries) Failures() []FailedAttempt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]FailedAttempt(nil), r.failures...)
+}
+
+// WaitUntil notes that the next attempt should not go before t.
+func (r *Retries) WaitUntil(t time.Time) {
+	r.mu.Lock()
+	r.notBefore = t
+	r.mu.Unlock()
+}
+
+// NotBefore returns the instant WaitUntil last noted; the zero time if none.
+func (r *Retries) NotBefore() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.notBefore
+}
+
+// DescribeFailures writes, for an error that gives up on a request, "failed attempts: CLASS via
+// EXIT, …", adding what to check when every attempt failed for good (a pool whose proxies all
+// reject their credentials, say). It writes nothing for no failures. Retry layers share it, so a
+// give-up reads the same whichever gave up.
+func DescribeFailures(b *strings.Builder, fs []FailedAttempt) {
+	if len(fs) == 0 {
+		return
+	}
+	b.WriteString("failed attempts:")
+	permanent := true
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(' ')
+		b.WriteString(string(f.Verdict.Class))
+		b.WriteString(" via ")
+		b.WriteString(f.Exit)
+		permanent = permanent && f.Verdict.Outcome == Permanent
+	}
+	if permanent {
+		b.WriteString(" (every exit tried failed for good: check the proxies and their credentials)")
+	}
+}
