@@ -106,14 +106,22 @@ func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
 	return Reported{PairState: pair, ExitState: exit}
 }
 
-// Release gives the lease back without a verdict, for an attempt that never went out: every permit
-// is freed and nothing is counted.
+// Release is shorthand for ReleaseAt(now) with now read from the pool's clock.
 func (l *Lease) Release() {
 	if l.p == nil || l.done {
 		return
 	}
+	l.ReleaseAt(l.p.clock.Now())
+}
+
+// ReleaseAt gives the lease back at now without a verdict, for an attempt that never went out:
+// every permit is freed and nothing is counted. Like ReportAt, only the first call counts.
+func (l *Lease) ReleaseAt(now time.Time) {
+	if l.p == nil || l.done {
+		return
+	}
 	l.done = true
-	l.p.release(l.p.clock.Now(), &l.t)
+	l.p.release(now, &l.t)
 }
 
 // Pick is shorthand for PickAt(ctx, now, r) with now read from the pool's clock.

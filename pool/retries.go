@@ -11,7 +11,7 @@ import (
 // error a retry layer gives up with; and the instant the next attempt may go, which a retry layer
 // notes when a refusal asks it to wait. Make one per logical request (transport.ContextWithRetries
 // does, for requests through a transport). A Retries is safe for concurrent use; the zero value is
-// ready to use.
+// ready to use, and a nil *Retries remembers nothing.
 type Retries struct {
 	mu        sync.Mutex
 	avoid     [8]*Exit // the exits that failed the request, most recent last
@@ -71,6 +71,9 @@ func (r *Retries) empty() bool {
 
 // Record adds a failed attempt, forgetting the oldest past MaxFailedAttempts.
 func (r *Retries) Record(f FailedAttempt) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.failures) == MaxFailedAttempts {
@@ -81,6 +84,9 @@ func (r *Retries) Record(f FailedAttempt) {
 
 // Failures returns the failed attempts recorded, oldest first.
 func (r *Retries) Failures() []FailedAttempt {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]FailedAttempt(nil), r.failures...)
@@ -88,6 +94,9 @@ func (r *Retries) Failures() []FailedAttempt {
 
 // WaitUntil notes that the next attempt should not go before t.
 func (r *Retries) WaitUntil(t time.Time) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	r.notBefore = t
 	r.mu.Unlock()
@@ -95,6 +104,9 @@ func (r *Retries) WaitUntil(t time.Time) {
 
 // NotBefore returns the instant WaitUntil last noted; the zero time if none.
 func (r *Retries) NotBefore() time.Time {
+	if r == nil {
+		return time.Time{}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.notBefore

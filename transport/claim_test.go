@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -17,7 +18,7 @@ type claimFleet struct {
 	claims []string
 }
 
-func (f *claimFleet) ClaimProbe(now time.Time, tg transport.ProbeTarget, lease time.Duration) bool {
+func (f *claimFleet) ClaimProbe(now time.Time, tg pool.ProbeTarget, lease time.Duration) bool {
 	key := tg.Scope.String() + "|" + tg.Origin
 	if tg.Exit != nil {
 		key += "|" + tg.Exit.Label()
@@ -37,8 +38,8 @@ func (f *claimFleet) ClaimProbe(now time.Time, tg transport.ProbeTarget, lease t
 // another exit.
 func TestProbeClaimerOneProbePerFleet(t *testing.T) {
 	fleet := &claimFleet{held: map[string]time.Time{}}
-	a := newTestPoolEnv(t, scriptedExits("x", 2), transport.WithProbeClaimer(fleet), transport.WithoutTiers())
-	b := newTestPoolEnv(t, scriptedExits("x", 2), transport.WithProbeClaimer(fleet))
+	a := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithProbeClaimer(fleet), pool.WithoutTiers())
+	b := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithProbeClaimer(fleet))
 	for _, env := range []*scriptedEnv{a, b} {
 		env.base.on("x0", stateOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(30)})
 		for env.pairState("x0", stateOriginA) != breaker.Open {
@@ -59,7 +60,7 @@ func TestProbeClaimerOneProbePerFleet(t *testing.T) {
 	calls := a.base.count("x0", stateOriginA)
 	done := make(chan string, 1)
 	go func() {
-		label, _ := a.mustGet(t, transport.PinExit(t.Context(), "x0"), stateURLA)
+		label, _ := a.mustGet(t, transport.ContextWithExit(t.Context(), "x0"), stateURLA)
 		done <- label
 	}()
 	for deadline := time.Now().Add(10 * time.Second); a.base.count("x0", stateOriginA) == calls; {

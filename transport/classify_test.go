@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
+
 	"golang.org/x/net/proxy"
 )
 
@@ -146,18 +148,18 @@ func TestDefaultClassifierResponses(t *testing.T) {
 	bigWithLateCaptcha := "<html><body>" + strings.Repeat("<p>catalogue</p>", 400) + `<div class="g-recaptcha"></div></body></html>`
 	bigWithEarlyCaptcha := `<html><body><div class="g-recaptcha"></div>` + strings.Repeat("<p>catalogue</p>", 400) + "</body></html>"
 	huge := `<html><body><div class="g-recaptcha"></div>` + strings.Repeat("x", 40<<10) + "</body></html>"
-	blocked := func(det string, retry time.Duration) Verdict {
-		return Verdict{Outcome: Transient, Class: ClassBlocked, Detector: det, RetryAfter: retry}
+	blocked := func(det string, retry time.Duration) pool.Verdict {
+		return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked, Detector: det, RetryAfter: retry}
 	}
-	ok := Verdict{Outcome: Success, Class: ClassOK}
-	origin4xx := Verdict{Outcome: Success, Class: ClassOrigin4xx}
+	ok := pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}
+	origin4xx := pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}
 	tests := []struct {
 		name       string
 		code       int
 		body       string
 		unknownLen bool
 		kv         []string
-		want       Verdict
+		want       pool.Verdict
 	}{
 		{name: "200", code: 200, body: "hello", want: ok},
 		{name: "204", code: 204, want: ok},
@@ -173,15 +175,15 @@ func TestDefaultClassifierResponses(t *testing.T) {
 		{name: "403 cloudflare server, ordinary page", code: 403, body: "<html>nope</html>", kv: []string{"Server", "cloudflare"}, want: origin4xx},
 
 		{name: "429 seconds", code: 429, kv: []string{"Retry-After", ra("120")},
-			want: Verdict{Outcome: Transient, Class: ClassRateLimited, RetryAfter: 120 * time.Second}},
+			want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: 120 * time.Second}},
 		{name: "429 HTTP-date", code: 429, kv: []string{"Retry-After", classifyNow.Add(90 * time.Second).Format(http.TimeFormat)},
-			want: Verdict{Outcome: Transient, Class: ClassRateLimited, RetryAfter: 90 * time.Second}},
+			want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: 90 * time.Second}},
 		{name: "429 past HTTP-date", code: 429, kv: []string{"Retry-After", classifyNow.Add(-time.Hour).Format(http.TimeFormat)},
-			want: Verdict{Outcome: Transient, Class: ClassRateLimited}},
+			want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited}},
 		{name: "429 no Retry-After", code: 429, body: "slow down",
-			want: Verdict{Outcome: Transient, Class: ClassRateLimited}},
+			want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited}},
 		{name: "429 bad Retry-After", code: 429, kv: []string{"Retry-After", "-5"},
-			want: Verdict{Outcome: Transient, Class: ClassRateLimited}},
+			want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited}},
 		{name: "429 captcha page", code: 429, body: `<div class="h-captcha"></div>`, kv: []string{"Retry-After", "60"},
 			want: blocked("captcha", 60*time.Second)},
 
@@ -225,32 +227,32 @@ func TestDefaultClassifierResponses(t *testing.T) {
 		{name: "200 captcha, json", code: 200, body: `{"widget":"g-recaptcha"}`, kv: []string{"Content-Type", "application/json"}, want: ok},
 		{name: "404 captcha", code: 404, body: `<div class="g-recaptcha"></div>`, want: origin4xx},
 
-		{name: "502", code: 502, want: Verdict{Outcome: Transient, Class: ClassOrigin5xx, Soft: true}},
-		{name: "503", code: 503, body: "down", want: Verdict{Outcome: Transient, Class: ClassOrigin5xx, Soft: true}},
+		{name: "502", code: 502, want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassOrigin5xx, Soft: true}},
+		{name: "503", code: 503, body: "down", want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassOrigin5xx, Soft: true}},
 		{name: "503 Retry-After", code: 503, kv: []string{"Retry-After", "60"},
-			want: Verdict{Outcome: Transient, Class: ClassOrigin5xx, Soft: true, RetryAfter: time.Minute}},
-		{name: "504", code: 504, want: Verdict{Outcome: Transient, Class: ClassOrigin5xx, Soft: true}},
-		{name: "500", code: 500, body: "stack trace", want: Verdict{Outcome: Neutral, Class: ClassOriginError}},
-		{name: "501", code: 501, want: Verdict{Outcome: Neutral, Class: ClassOriginError}},
-		{name: "599", code: 599, want: Verdict{Outcome: Neutral, Class: ClassOriginError}},
+			want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassOrigin5xx, Soft: true, RetryAfter: time.Minute}},
+		{name: "504", code: 504, want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassOrigin5xx, Soft: true}},
+		{name: "500", code: 500, body: "stack trace", want: pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassOriginError}},
+		{name: "501", code: 501, want: pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassOriginError}},
+		{name: "599", code: 599, want: pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassOriginError}},
 		{name: "407", code: 407, kv: []string{"Proxy-Authenticate", `Basic realm="proxy"`},
-			want: Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}},
+			want: pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}},
 		{name: "407 with a captcha body", code: 407, body: `<div class="g-recaptcha"></div>`,
-			want: Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}},
+			want: pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}},
 	}
 	for _, tt := range tests {
 		resp := classifyResp(tt.code, tt.body, tt.unknownLen, tt.kv...)
 		a := classifyRespAttempt(resp)
 		got := DefaultClassifier.Classify(a)
 		if got != tt.want {
-			t.Errorf("%s: Classify(%d %v) = %+v, want %+v", tt.name, tt.code, tt.kv, got, tt.want)
+			t.Errorf("%s: pool.Classify(%d %v) = %+v, want %+v", tt.name, tt.code, tt.kv, got, tt.want)
 		}
 		if a.Response == nil {
-			t.Fatalf("%s: Classify cleared Attempt.Response", tt.name)
+			t.Fatalf("%s: pool.Classify cleared Attempt.Response", tt.name)
 		}
 		b, err := io.ReadAll(a.Response.Body)
 		if err != nil || string(b) != tt.body {
-			t.Errorf("%s: body after Classify = %d bytes, %v, want the %d bytes sent, nil", tt.name, len(b), err, len(tt.body))
+			t.Errorf("%s: body after pool.Classify = %d bytes, %v, want the %d bytes sent, nil", tt.name, len(b), err, len(tt.body))
 		}
 	}
 }
@@ -262,11 +264,13 @@ func TestDefaultClassifierErrors(t *testing.T) {
 	socksRefused := classifySOCKSRefused(t)
 	tlsUnknown := classifyTLSUnknownAuthority(t)
 
-	permExit := func(c Class) Verdict { return Verdict{Outcome: Permanent, Scope: ScopeExit, Class: c} }
-	timeout := Verdict{Outcome: Transient, Class: ClassTimeout, ConnLevel: true}
-	conn := Verdict{Outcome: Transient, Class: ClassConnection, ConnLevel: true}
-	upstream := Verdict{Outcome: Transient, Class: ClassUpstream, Soft: true}
-	canceled := Verdict{Outcome: Neutral, Class: ClassCanceled}
+	permExit := func(c pool.Class) pool.Verdict {
+		return pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: c}
+	}
+	timeout := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
+	conn := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassConnection, ConnLevel: true}
+	upstream := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassUpstream, Soft: true}
+	canceled := pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}
 	wrapURL := func(err error) error { return &url.Error{Op: "Get", URL: "https://shop.example/", Err: err} }
 	dnsNotFound := &net.DNSError{Err: "no such host", Name: "proxy.invalid", IsNotFound: true}
 
@@ -275,31 +279,31 @@ func TestDefaultClassifierErrors(t *testing.T) {
 		err        error
 		callerDone bool
 		timedOut   bool
-		want       Verdict
+		want       pool.Verdict
 	}{
-		{name: "CONNECT 407", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 407}, want: permExit(ClassProxyAuth)},
-		{name: "CONNECT 407 in url.Error", err: wrapURL(&ProxyConnectError{Exit: "dc-1", StatusCode: 407}), want: permExit(ClassProxyAuth)},
-		{name: "CONNECT 407 wrapped", err: fmt.Errorf("attempt: %w", &ProxyConnectError{StatusCode: 407}), want: permExit(ClassProxyAuth)},
-		{name: "CONNECT 401 (tinyproxy's wrong credentials)", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 401}, want: permExit(ClassProxyAuth)},
-		{name: "CONNECT 403", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 403}, want: permExit(ClassProxyConnect)},
-		{name: "CONNECT 400", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 400}, want: permExit(ClassProxyConnect)},
-		{name: "CONNECT 500", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 500}, want: permExit(ClassProxyConnect)},
+		{name: "CONNECT 407", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 407}, want: permExit(pool.ClassProxyAuth)},
+		{name: "CONNECT 407 in url.Error", err: wrapURL(&ProxyConnectError{Exit: "dc-1", StatusCode: 407}), want: permExit(pool.ClassProxyAuth)},
+		{name: "CONNECT 407 wrapped", err: fmt.Errorf("attempt: %w", &ProxyConnectError{StatusCode: 407}), want: permExit(pool.ClassProxyAuth)},
+		{name: "CONNECT 401 (tinyproxy's wrong credentials)", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 401}, want: permExit(pool.ClassProxyAuth)},
+		{name: "CONNECT 403", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 403}, want: permExit(pool.ClassProxyConnect)},
+		{name: "CONNECT 400", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 400}, want: permExit(pool.ClassProxyConnect)},
+		{name: "CONNECT 500", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 500}, want: permExit(pool.ClassProxyConnect)},
 		{name: "CONNECT 502", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 502}, want: upstream},
 		{name: "CONNECT 503", err: wrapURL(&ProxyConnectError{Exit: "dc-1", StatusCode: 503}), want: upstream},
 		{name: "CONNECT 504", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 504}, want: upstream},
 
-		{name: "dial refused", err: refused, want: permExit(ClassProxyRefused)},
-		{name: "dial refused in url.Error", err: wrapURL(refused), want: permExit(ClassProxyRefused)},
-		{name: "http proxy refused (proxyconnect)", err: proxyRefused, want: permExit(ClassProxyRefused)},
-		{name: "http proxy refused, https target", err: proxyRefusedTLS, want: permExit(ClassProxyRefused)},
-		{name: "socks proxy refused", err: socksRefused, want: permExit(ClassProxyRefused)},
-		{name: "socks proxy refused in url.Error", err: wrapURL(socksRefused), want: permExit(ClassProxyRefused)},
+		{name: "dial refused", err: refused, want: permExit(pool.ClassProxyRefused)},
+		{name: "dial refused in url.Error", err: wrapURL(refused), want: permExit(pool.ClassProxyRefused)},
+		{name: "http proxy refused (proxyconnect)", err: proxyRefused, want: permExit(pool.ClassProxyRefused)},
+		{name: "http proxy refused, https target", err: proxyRefusedTLS, want: permExit(pool.ClassProxyRefused)},
+		{name: "socks proxy refused", err: socksRefused, want: permExit(pool.ClassProxyRefused)},
+		{name: "socks proxy refused in url.Error", err: wrapURL(socksRefused), want: permExit(pool.ClassProxyRefused)},
 		{name: "refused after the dial", err: &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNREFUSED)}, want: conn},
 
-		{name: "proxy DNS", err: dnsNotFound, want: permExit(ClassProxyDNS)},
-		{name: "proxy DNS in dial", err: wrapURL(&net.OpError{Op: "dial", Net: "tcp", Err: dnsNotFound}), want: permExit(ClassProxyDNS)},
+		{name: "proxy DNS", err: dnsNotFound, want: permExit(pool.ClassProxyDNS)},
+		{name: "proxy DNS in dial", err: wrapURL(&net.OpError{Op: "dial", Net: "tcp", Err: dnsNotFound}), want: permExit(pool.ClassProxyDNS)},
 		{name: "proxy DNS timeout", err: &net.DNSError{Err: "i/o timeout", Name: "proxy.example", IsTimeout: true}, want: timeout},
-		{name: "origin DNS (socks5 local)", err: &originDNSError{dnsNotFound}, want: Verdict{Outcome: Neutral, Scope: ScopeOrigin, Class: ClassOriginDNS}},
+		{name: "origin DNS (socks5 local)", err: &originDNSError{dnsNotFound}, want: pool.Verdict{Outcome: pool.Neutral, Scope: pool.ScopeOrigin, Class: pool.ClassOriginDNS}},
 
 		{name: "net.Error timeout", err: classifyTimeoutErr{}, want: timeout},
 		{name: "net.Error timeout in url.Error", err: wrapURL(classifyTimeoutErr{}), want: timeout},
@@ -318,18 +322,18 @@ func TestDefaultClassifierErrors(t *testing.T) {
 		{name: "aborted", err: &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNABORTED}, want: conn},
 		{name: "closed", err: net.ErrClosed, want: conn},
 
-		{name: "tls unknown authority, real", err: tlsUnknown, want: Verdict{Outcome: Transient, Class: ClassTLS, ConnLevel: true}},
-		{name: "tls unknown authority", err: x509.UnknownAuthorityError{}, want: Verdict{Outcome: Transient, Class: ClassTLS, ConnLevel: true}},
+		{name: "tls unknown authority, real", err: tlsUnknown, want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTLS, ConnLevel: true}},
+		{name: "tls unknown authority", err: x509.UnknownAuthorityError{}, want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTLS, ConnLevel: true}},
 		{name: "tls verification error", err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}},
-			want: Verdict{Outcome: Transient, Class: ClassTLS, ConnLevel: true}},
+			want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTLS, ConnLevel: true}},
 		{name: "tls hostname", err: wrapURL(x509.HostnameError{Host: "shop.example", Certificate: &x509.Certificate{}}),
-			want: Verdict{Outcome: Transient, Class: ClassTLS, ConnLevel: true}},
-		{name: "tls alert", err: tls.AlertError(40), want: Verdict{Outcome: Transient, Class: ClassTLS, ConnLevel: true}},
+			want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTLS, ConnLevel: true}},
+		{name: "tls alert", err: tls.AlertError(40), want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTLS, ConnLevel: true}},
 		{name: "tls record header", err: tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"},
-			want: Verdict{Outcome: Transient, Class: ClassTLS, ConnLevel: true}},
+			want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTLS, ConnLevel: true}},
 
 		{name: "context canceled, not the caller's", err: context.Canceled, want: canceled},
-		{name: "other", err: errors.New("boom"), want: Verdict{Outcome: Transient, Class: ClassError}},
+		{name: "other", err: errors.New("boom"), want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassError}},
 
 		// CallerDone wins, whatever the error.
 		{name: "CallerDone canceled", err: context.Canceled, callerDone: true, want: canceled},
@@ -345,7 +349,7 @@ func TestDefaultClassifierErrors(t *testing.T) {
 	for _, tt := range tests {
 		a := &Attempt{Err: tt.err, Origin: "shop.example", Now: classifyNow, CallerDone: tt.callerDone, TimedOut: tt.timedOut}
 		if got := DefaultClassifier.Classify(a); got != tt.want {
-			t.Errorf("%s: Classify(err %v, CallerDone %v, TimedOut %v) = %+v, want %+v",
+			t.Errorf("%s: pool.Classify(err %v, CallerDone %v, TimedOut %v) = %+v, want %+v",
 				tt.name, tt.err, tt.callerDone, tt.timedOut, got, tt.want)
 		}
 	}
@@ -355,7 +359,7 @@ func TestDefaultClassifierErrors(t *testing.T) {
 // instead of a permanent exit failure, because the dial's *net.OpError is wrapped in another one
 // ("proxyconnect", "socks connect") and only the outermost was looked at.
 func TestClassifyProxyRefusedBehindWrappingOpError(t *testing.T) {
-	want := Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyRefused}
+	want := pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyRefused}
 	for name, err := range map[string]error{
 		"http":  classifyProxyRefused(t, "http://shop.example/"),
 		"socks": classifySOCKSRefused(t),
@@ -363,29 +367,29 @@ func TestClassifyProxyRefusedBehindWrappingOpError(t *testing.T) {
 			&net.OpError{Op: "proxyconnect", Net: "tcp", Err: classifyDialRefused(t)}),
 	} {
 		if got := DefaultClassifier.Classify(&Attempt{Err: err}); got != want {
-			t.Errorf("%s: Classify(%v) = %+v, want %+v", name, err, got, want)
+			t.Errorf("%s: pool.Classify(%v) = %+v, want %+v", name, err, got, want)
 		}
 	}
 }
 
 func TestClassifierFuncWrapsDefault(t *testing.T) {
 	calls := 0
-	c := ClassifierFunc(func(a *Attempt) Verdict {
+	c := ClassifierFunc(func(a *Attempt) pool.Verdict {
 		calls++
 		if a.Response != nil && a.Response.StatusCode == http.StatusTeapot {
-			return Verdict{Outcome: Transient, Class: "teapot"}
+			return pool.Verdict{Outcome: pool.Transient, Class: "teapot"}
 		}
 		return DefaultClassifier.Classify(a)
 	})
 	var _ Classifier = c
 	tests := []struct {
 		a    *Attempt
-		want Verdict
+		want pool.Verdict
 	}{
-		{classifyRespAttempt(classifyResp(418, "short and stout", false)), Verdict{Outcome: Transient, Class: "teapot"}},
-		{classifyRespAttempt(classifyResp(404, "", false)), Verdict{Outcome: Success, Class: ClassOrigin4xx}},
-		{classifyRespAttempt(classifyResp(429, "", false, "Retry-After", "7")), Verdict{Outcome: Transient, Class: ClassRateLimited, RetryAfter: 7 * time.Second}},
-		{&Attempt{Err: io.EOF}, Verdict{Outcome: Transient, Class: ClassConnection, ConnLevel: true}},
+		{classifyRespAttempt(classifyResp(418, "short and stout", false)), pool.Verdict{Outcome: pool.Transient, Class: "teapot"}},
+		{classifyRespAttempt(classifyResp(404, "", false)), pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}},
+		{classifyRespAttempt(classifyResp(429, "", false, "Retry-After", "7")), pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: 7 * time.Second}},
+		{&Attempt{Err: io.EOF}, pool.Verdict{Outcome: pool.Transient, Class: pool.ClassConnection, ConnLevel: true}},
 	}
 	for i, tt := range tests {
 		if got := c.Classify(tt.a); got != tt.want {
@@ -402,13 +406,13 @@ func TestStandardClassifierWithoutDetectors(t *testing.T) {
 	cf := "<title>Just a moment...</title>"
 	tests := []struct {
 		resp *http.Response
-		want Verdict
+		want pool.Verdict
 	}{
-		{classifyResp(403, cf, false, "Cf-Mitigated", "challenge", "Server", "cloudflare"), Verdict{Outcome: Success, Class: ClassOrigin4xx}},
-		{classifyResp(200, `<div class="g-recaptcha"></div>`, false, "Content-Type", "text/html"), Verdict{Outcome: Success, Class: ClassOK}},
-		{classifyResp(429, cf, false, "Retry-After", "5"), Verdict{Outcome: Transient, Class: ClassRateLimited, RetryAfter: 5 * time.Second}},
-		{classifyResp(503, cf, false), Verdict{Outcome: Transient, Class: ClassOrigin5xx, Soft: true}},
-		{classifyResp(407, "", false), Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}},
+		{classifyResp(403, cf, false, "Cf-Mitigated", "challenge", "Server", "cloudflare"), pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}},
+		{classifyResp(200, `<div class="g-recaptcha"></div>`, false, "Content-Type", "text/html"), pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}},
+		{classifyResp(429, cf, false, "Retry-After", "5"), pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: 5 * time.Second}},
+		{classifyResp(503, cf, false), pool.Verdict{Outcome: pool.Transient, Class: pool.ClassOrigin5xx, Soft: true}},
+		{classifyResp(407, "", false), pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}},
 	}
 	for i, tt := range tests {
 		body := &softblockBody{r: tt.resp.Body}
@@ -433,28 +437,28 @@ func TestStandardClassifierCustomDetector(t *testing.T) {
 	c := &StandardClassifier{Detectors: []Detector{teapot}, PeekLimit: 64}
 	body := "<h1>I'm a TEAPOT</h1>"
 	a := classifyRespAttempt(classifyResp(403, body, false, "X-Brew", "Earl Grey"))
-	want := Verdict{Outcome: Transient, Class: ClassBlocked, Detector: "teapot"}
+	want := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked, Detector: "teapot"}
 	if got := c.Classify(a); got != want {
-		t.Errorf("Classify(403 teapot) = %+v, want %+v", got, want)
+		t.Errorf("pool.Classify(403 teapot) = %+v, want %+v", got, want)
 	}
 	if string(seen.Body) != body || string(seen.Lower) != strings.ToLower(body) || !seen.Complete || seen.Response != a.Response {
 		t.Errorf("teapot saw Sample{Body %q, Lower %q, Complete %v}, want {%q, %q, true} and the response",
 			seen.Body, seen.Lower, seen.Complete, body, strings.ToLower(body))
 	}
 	if b, err := io.ReadAll(a.Response.Body); err != nil || string(b) != body {
-		t.Errorf("body after Classify = %q, %v, want %q, nil", b, err, body)
+		t.Errorf("body after pool.Classify = %q, %v, want %q, nil", b, err, body)
 	}
 
 	// Not matching: the table decides.
 	a = classifyRespAttempt(classifyResp(403, "<h1>coffee</h1>", false))
-	if got, want := c.Classify(a), (Verdict{Outcome: Success, Class: ClassOrigin4xx}); got != want {
-		t.Errorf("Classify(403 coffee) = %+v, want %+v", got, want)
+	if got, want := c.Classify(a), (pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}); got != want {
+		t.Errorf("pool.Classify(403 coffee) = %+v, want %+v", got, want)
 	}
 
 	// The first matching detector names the verdict.
 	both := &StandardClassifier{Detectors: []Detector{NewDetector("never", func(*Sample) bool { return false }), Cloudflare, Captcha}}
 	a = classifyRespAttempt(classifyResp(403, `<div class="g-recaptcha"></div>`, false, "Cf-Mitigated", "challenge"))
 	if got := both.Classify(a); got.Detector != "cloudflare" {
-		t.Errorf("Classify(403 cf-mitigated + recaptcha) detector = %q, want %q", got.Detector, "cloudflare")
+		t.Errorf("pool.Classify(403 cf-mitigated + recaptcha) detector = %q, want %q", got.Detector, "cloudflare")
 	}
 }

@@ -2,16 +2,15 @@ package transport
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
-	"unicode"
+
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 func FuzzParseRetryAfter(f *testing.F) {
@@ -57,89 +56,11 @@ func FuzzParseRetryAfter(f *testing.F) {
 // The password FuzzReadExits builds is fuzzReadExitsHead + fuzzed middle + fuzzReadExitsTail, and
 // no other part of the input may contain either marker, so a marker in an error or a label can
 // only come from the password: a leak of its start or its end.
-const (
-	fuzzReadExitsHead = "s3cr3t"
-	fuzzReadExitsTail = "t3rc3s"
-)
-
-// fuzzReadExitsClean drops the runes in drop and every space (ReadExits splits on spaces, so a
-// password with a space is not a password field).
-func fuzzReadExitsClean(s, drop string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsSpace(r) || strings.ContainsRune(drop, r) {
-			return -1
-		}
-		return r
-	}, s)
-}
-
-func fuzzReadExitsMarked(s string) bool {
-	return strings.Contains(s, fuzzReadExitsHead) || strings.Contains(s, fuzzReadExitsTail)
-}
-
-func FuzzReadExits(f *testing.F) {
-	f.Add("", "proxy.example", uint32(8080), "user", "-PW", "")
-	f.Add("", "proxy.example", uint32(8080), "user-session-42", ":cr@t#PW", " tier=1 weight=2")
-	f.Add("# comment\nok.example:80\n", "proxy.example", uint32(0), "user", "@x.example:99", "")
-	f.Add("", "proxy.example", uint32(70000), "user", "://x", " label=dc-1")
-	f.Add("", "", uint32(80), "user", "", "")
-	f.Add("", "proxy.example", uint32(80), "", "x", "")
-	f.Add("", "proxy.example", uint32(80), "me@mail.example", "", " color=red")
-	f.Add("bad:0:u:p\nbad:0:u:p\n", "10.0.0.1", uint32(3128), "u", "@", " tier=x")
-	f.Add("http://user:pw@h:1/path\n", "::1", uint32(8080), "user", "%zz", " oops")
-	f.Add("", "#comment", uint32(80), "user", "", "")
-	f.Fuzz(func(t *testing.T, head, host string, port uint32, user, mid, attrs string) {
-		host = fuzzReadExitsClean(host, ":@[]")
-		user = fuzzReadExitsClean(user, ":")
-		mid = fuzzReadExitsClean(mid, "")
-		attrs = strings.NewReplacer("\n", " ", "\r", " ").Replace(attrs)
-		if attrs != "" {
-			attrs = " " + attrs
-		}
-		for _, s := range []string{head, host, user, attrs} {
-			if fuzzReadExitsMarked(s) {
-				t.Skip("a marker outside the password")
-			}
-		}
-		pass := fuzzReadExitsHead + mid + fuzzReadExitsTail
-		line := host + ":" + strconv.FormatUint(uint64(port), 10) + ":" + user + ":" + pass + attrs
-		in := head + "\n" + line + "\n"
-
-		exits, err := ReadExits(strings.NewReader(in))
-		if err != nil {
-			if msg := err.Error(); strings.Contains(msg, pass) || fuzzReadExitsMarked(msg) {
-				t.Fatalf("ReadExits(%q) = error %q: shows the password %q", in, msg, pass)
-			}
-			if exits != nil {
-				t.Fatalf("ReadExits(%q) = %d exits with error %v, want none", in, len(exits), err)
-			}
-			return
-		}
-		for _, e := range exits {
-			j, _ := json.Marshal(e)
-			for _, s := range []string{e.Label(), e.String(), e.GoString(), fmt.Sprintf("%+v", e), string(j)} {
-				if fuzzReadExitsMarked(s) {
-					t.Fatalf("ReadExits(%q): exit shows %q: the password %q", in, s, pass)
-				}
-			}
-		}
-		if strings.HasPrefix(host, "#") || len(exits) == 0 {
-			return // our line was a comment
-		}
-		// Our line was read, as host:port:user:pass.
-		u := exits[len(exits)-1].ProxyURL()
-		got, _ := u.User.Password()
-		if got != pass || u.User.Username() != user {
-			t.Fatalf("ReadExits(%q): last exit's user, password = %q, %q, want %q, %q", in, u.User.Username(), got, user, pass)
-		}
-	})
-}
-
-var fuzzClassifyClasses = map[Class]bool{
-	ClassOK: true, ClassOrigin4xx: true, ClassTimeout: true, ClassConnection: true, ClassBodyRead: true,
-	ClassTLS: true, ClassRateLimited: true, ClassBlocked: true, ClassOrigin5xx: true, ClassOriginError: true,
-	ClassProxyAuth: true, ClassProxyRefused: true, ClassProxyDNS: true, ClassProxyConnect: true,
-	ClassUpstream: true, ClassOriginDNS: true, ClassCanceled: true, ClassError: true,
+var fuzzClassifyClasses = map[pool.Class]bool{
+	pool.ClassOK: true, pool.ClassOrigin4xx: true, pool.ClassTimeout: true, pool.ClassConnection: true, pool.ClassBodyRead: true,
+	pool.ClassTLS: true, pool.ClassRateLimited: true, pool.ClassBlocked: true, pool.ClassOrigin5xx: true, pool.ClassOriginError: true,
+	pool.ClassProxyAuth: true, pool.ClassProxyRefused: true, pool.ClassProxyDNS: true, pool.ClassProxyConnect: true,
+	pool.ClassUpstream: true, pool.ClassOriginDNS: true, pool.ClassCanceled: true, pool.ClassError: true,
 }
 
 var errFuzzClassifyBoom = errors.New("fuzz: connection died")
@@ -200,27 +121,27 @@ func FuzzClassify(f *testing.F) {
 		v := c.Classify(a)
 
 		if sb.n > eff {
-			t.Fatalf("Classify read %d bytes before its verdict, want at most %d", sb.n, eff)
+			t.Fatalf("pool.Classify read %d bytes before its verdict, want at most %d", sb.n, eff)
 		}
-		if v.Outcome > Neutral || v.Scope > ScopeOrigin || !fuzzClassifyClasses[v.Class] || v.RetryAfter < 0 {
-			t.Fatalf("Classify(%d) = %+v: a field out of range", code, v)
+		if v.Outcome > pool.Neutral || v.Scope > pool.ScopeOrigin || !fuzzClassifyClasses[v.Class] || v.RetryAfter < 0 {
+			t.Fatalf("pool.Classify(%d) = %+v: a field out of range", code, v)
 		}
-		if v.Soft && v.Outcome != Transient {
-			t.Fatalf("Classify(%d) = %+v: Soft without Transient", code, v)
+		if v.Soft && v.Outcome != pool.Transient {
+			t.Fatalf("pool.Classify(%d) = %+v: Soft without pool.Transient", code, v)
 		}
-		if (v.Detector != "") != (v.Class == ClassBlocked) {
-			t.Fatalf("Classify(%d) = %+v: Detector set iff blocked, want so", code, v)
+		if (v.Detector != "") != (v.Class == pool.ClassBlocked) {
+			t.Fatalf("pool.Classify(%d) = %+v: Detector set iff blocked, want so", code, v)
 		}
-		if v.Class == ClassBodyRead && !dies {
-			t.Fatalf("Classify(%d) = %+v for a body that did not fail", code, v)
+		if v.Class == pool.ClassBodyRead && !dies {
+			t.Fatalf("pool.Classify(%d) = %+v for a body that did not fail", code, v)
 		}
-		if code == 407 && v != (Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}) {
-			t.Fatalf("Classify(407) = %+v, want permanent exit proxy_auth", v)
+		if code == 407 && v != (pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}) {
+			t.Fatalf("pool.Classify(407) = %+v, want permanent exit proxy_auth", v)
 		}
 
 		got, err := io.ReadAll(a.Response.Body)
 		if !bytes.Equal(got, body) {
-			t.Fatalf("caller read %q after Classify, want %q", got, body)
+			t.Fatalf("caller read %q after pool.Classify, want %q", got, body)
 		}
 		wantErr := error(nil)
 		if dies {
@@ -230,7 +151,7 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("caller's read ended with %v, want %v", err, wantErr)
 		}
 		if sb.closed {
-			t.Fatalf("Classify closed the body")
+			t.Fatalf("pool.Classify closed the body")
 		}
 	})
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/ratelimit"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // gateLoad sends requests through n local proxies with 8 workers for d (real time), each exit
@@ -31,7 +31,7 @@ func gateLoad(t *testing.T, n int, perSecond float64, burst int, d time.Duration
 		io.WriteString(w, "ok")
 	}))
 	t.Cleanup(origin.Close)
-	var exits []*transport.Exit
+	var exits []*pool.Exit
 	for i := range n {
 		name := string(rune('a' + i))
 		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
@@ -39,14 +39,14 @@ func gateLoad(t *testing.T, n int, perSecond float64, burst int, d time.Duration
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { p.Close() })
-		e, err := transport.NewExit(p.URL())
+		e, err := pool.NewExit(p.URL())
 		if err != nil {
 			t.Fatal(err)
 		}
 		exits = append(exits, e.WithLabel(name))
 	}
-	tr, err := transport.New(transport.WithExits(exits...),
-		transport.WithRateLimits(ratelimit.Limits{PerExit: ratelimit.PerSecond(perSecond, burst)}))
+	tr, err := build(pool.WithExits(exits...),
+		pool.WithRateLimits(ratelimit.Limits{PerExit: ratelimit.PerSecond(perSecond, burst)}))
 	if err != nil {
 		t.Fatal(err)
 	}

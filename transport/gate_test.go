@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/ratelimit"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -21,19 +22,19 @@ const (
 type gateRecorder struct {
 	transport.NopObserver
 	mu     sync.Mutex
-	events []transport.Throttle
+	events []pool.Throttle
 }
 
-func (r *gateRecorder) Throttled(_ context.Context, th transport.Throttle) {
+func (r *gateRecorder) Throttled(_ context.Context, th pool.Throttle) {
 	r.mu.Lock()
 	r.events = append(r.events, th)
 	r.mu.Unlock()
 }
 
-func (r *gateRecorder) all() []transport.Throttle {
+func (r *gateRecorder) all() []pool.Throttle {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]transport.Throttle(nil), r.events...)
+	return append([]pool.Throttle(nil), r.events...)
 }
 
 // gateAwaitTimer waits (in real time, bounded) until a request has started waiting on the fake
@@ -49,13 +50,13 @@ func gateAwaitTimer(t *testing.T, env *scriptedEnv) {
 	}
 }
 
-func gateThrottled(t *testing.T, err error, scope string) *transport.ThrottledError {
+func gateThrottled(t *testing.T, err error, scope string) *pool.ThrottledError {
 	t.Helper()
-	var te *transport.ThrottledError
-	if !errors.As(err, &te) || !errors.Is(err, transport.ErrThrottled) {
+	var te *pool.ThrottledError
+	if !errors.As(err, &te) || !errors.Is(err, pool.ErrThrottled) {
 		t.Fatalf("err = %v, want a *ThrottledError", err)
 	}
-	if te.Scope != scope {
+	if te.Scope.String() != scope {
 		t.Errorf("ThrottledError.Scope = %q, want %q", te.Scope, scope)
 	}
 	return te
@@ -64,8 +65,8 @@ func gateThrottled(t *testing.T, err error, scope string) *transport.ThrottledEr
 // TestGateSkipsExitsWithoutTokens: an exit whose bucket is empty is not ready; the picker takes
 // one that has a token instead of waiting, and no token is lost on exits it looked at and passed.
 func TestGateSkipsExitsWithoutTokens(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3), transport.WithSelection(transport.Random),
-		transport.WithRateLimits(ratelimit.Limits{PerExit: ratelimit.PerSecond(1, 1), FailFast: true}))
+	env := newTestPoolEnv(t, scriptedExits("x", 3), pool.WithSelection(pool.Random),
+		pool.WithRateLimits(ratelimit.Limits{PerExit: ratelimit.PerSecond(1, 1), FailFast: true}))
 	used := map[string]int{}
 	for i := range 3 {
 		label, _ := env.mustGet(t, nil, gateURLA)
@@ -91,7 +92,7 @@ func TestGateSkipsExitsWithoutTokens(t *testing.T) {
 func TestGateWaitsForTheSoonestToken(t *testing.T) {
 	rec := &gateRecorder{}
 	env := newTestPoolEnv(t, scriptedExits("x", 2), transport.WithObserver(rec),
-		transport.WithRateLimits(ratelimit.Limits{
+		pool.WithRateLimits(ratelimit.Limits{
 			PerExit: ratelimit.Every(3 * time.Second),
 			Exits:   map[string]ratelimit.Limit{"x1": ratelimit.Every(time.Second)},
 		}))
@@ -118,7 +119,7 @@ func TestGateWaitsForTheSoonestToken(t *testing.T) {
 		t.Fatalf("after 1s: %s, %v; want x1 (its token comes first)", r.label, r.err)
 	}
 	ev := rec.all()
-	if len(ev) != 1 || ev[0].Scope != "exit" || ev[0].Waited != time.Second || ev[0].Refused || ev[0].Exit.Label() != "x1" {
+	if len(ev) != 1 || ev[0].Scope != pool.ScopeExit || ev[0].Waited != time.Second || ev[0].Refused || ev[0].Exit.Label() != "x1" {
 		t.Errorf("throttle events = %+v, want one: exit scope, waited 1s, through x1", ev)
 	}
 }
@@ -127,7 +128,7 @@ func TestGateWaitsForTheSoonestToken(t *testing.T) {
 // once; a waiting request whose caller gives up returns, and leaves the token for the next one.
 func TestGateDeadlineAndCancel(t *testing.T) {
 	env := newTestPoolEnv(t, scriptedExits("x", 1),
-		transport.WithRateLimits(ratelimit.Limits{PerExit: ratelimit.Every(10 * time.Second)}))
+		pool.WithRateLimits(ratelimit.Limits{PerExit: ratelimit.Every(10 * time.Second)}))
 	env.mustGet(t, nil, gateURLA)
 
 	// The fake clock's deadline check: a context whose deadline is before the token.
@@ -167,7 +168,7 @@ func TestGateDeadlineAndCancel(t *testing.T) {
 // leaves other origins alone.
 func TestGateOriginCapAcrossExits(t *testing.T) {
 	env := newTestPoolEnv(t, scriptedExits("x", 5),
-		transport.WithRateLimits(ratelimit.Limits{PerOrigin: ratelimit.PerSecond(1, 2), FailFast: true}))
+		pool.WithRateLimits(ratelimit.Limits{PerOrigin: ratelimit.PerSecond(1, 2), FailFast: true}))
 	env.mustGet(t, nil, gateURLA)
 	env.mustGet(t, nil, gateURLA)
 	_, _, err := env.get(t, nil, gateURLA)
@@ -182,7 +183,7 @@ func TestGateOriginCapAcrossExits(t *testing.T) {
 // TestGateAIMD: a 429 halves the pair's pace from its ceiling; each success adds a twentieth of it
 // back; back at the ceiling the pair loses its bucket. Other pairs are untouched.
 func TestGateAIMD(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 1), transport.WithRateLimits(ratelimit.Limits{
+	env := newTestPoolEnv(t, scriptedExits("x", 1), pool.WithRateLimits(ratelimit.Limits{
 		PerExit: ratelimit.PerSecond(100, 100),
 	}))
 	env.base.on("x0", gateOriginA, scriptedReply{Status: 429})
@@ -212,7 +213,7 @@ func TestGateAIMD(t *testing.T) {
 // TestGateOpenPairTakesNoToken: a pair the breakers hold OPEN is never asked for a token, so its
 // exit's bucket stays full for the origins it still serves.
 func TestGateOpenPairTakesNoToken(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 2), transport.WithRateLimits(ratelimit.Limits{
+	env := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithRateLimits(ratelimit.Limits{
 		Exits:    map[string]ratelimit.Limit{"x0": ratelimit.Every(time.Minute)},
 		FailFast: true,
 	}))

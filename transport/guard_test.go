@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -28,7 +29,7 @@ func guardTrip(t *testing.T, env *scriptedEnv, rawURL, origin string, r scripted
 	t.Helper()
 	env.base.on("*", origin, r)
 	defer env.base.reset()
-	ctx := transport.WithRetries(context.Background())
+	ctx := transport.ContextWithRetries(context.Background())
 	var failed []string
 	for range 16 {
 		label, _, err := env.get(t, ctx, rawURL)
@@ -89,10 +90,10 @@ func TestGuardTripsWhenManyExitsFailTheOrigin(t *testing.T) {
 			}
 			calls := env.base.count("*", "*")
 			_, _, err := env.do(t, nil, guardURLA)
-			if !errors.Is(err, transport.ErrOriginUnhealthy) {
+			if !errors.Is(err, pool.ErrOriginUnhealthy) {
 				t.Fatalf("request for a.example: err = %v, want ErrOriginUnhealthy", err)
 			}
-			var ou *transport.OriginUnhealthyError
+			var ou *pool.OriginUnhealthyError
 			if !errors.As(err, &ou) {
 				t.Fatalf("err = %T, want *OriginUnhealthyError", err)
 			}
@@ -103,7 +104,7 @@ func TestGuardTripsWhenManyExitsFailTheOrigin(t *testing.T) {
 			if n := env.base.count("*", "*"); n != calls {
 				t.Errorf("a fail-fast request reached the base")
 			}
-			if r := env.obs.Refusals(); len(r) != 1 || !errors.Is(r[0], transport.ErrOriginUnhealthy) {
+			if r := env.obs.Refusals(); len(r) != 1 || !errors.Is(r[0], pool.ErrOriginUnhealthy) {
 				t.Errorf("Refused = %v, want one ErrOriginUnhealthy", r)
 			}
 
@@ -140,7 +141,7 @@ func TestGuardTripsWhenManyExitsFailTheOrigin(t *testing.T) {
 			if st := env.obs.Started(); !st[len(st)-1].Probe {
 				t.Errorf("the guard's probe has AttemptInfo.Probe = false")
 			}
-			if _, _, err := env.do(t, nil, guardURLA); !errors.Is(err, transport.ErrOriginUnhealthy) {
+			if _, _, err := env.do(t, nil, guardURLA); !errors.Is(err, pool.ErrOriginUnhealthy) {
 				t.Errorf("second request while the probe is out: err = %v, want ErrOriginUnhealthy", err)
 			}
 			io.Copy(io.Discard, probe.Body)
@@ -188,7 +189,7 @@ func TestGuardNeedsMostOfTheTriedExits(t *testing.T) {
 		seen[l] = true
 	}
 	env.base.on("*", guardOriginA, scriptedReply{Status: 503})
-	ctx := transport.WithRetries(context.Background())
+	ctx := transport.ContextWithRetries(context.Background())
 	for i := range 4 { // 4 of the 8 exits that tried it: not more than half
 		env.get(t, ctx, guardURLA)
 		if st := env.originStatus(t, guardOriginA).Breaker.State; st != breaker.Closed {
@@ -203,13 +204,13 @@ func TestGuardNeedsMostOfTheTriedExits(t *testing.T) {
 }
 
 func TestGuardDisabled(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3), transport.WithOriginGuard(transport.OriginGuardSettings{Disabled: true}))
+	env := newTestPoolEnv(t, scriptedExits("x", 3), pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}))
 	env.base.on("*", guardOriginA, scriptedReply{Err: scriptedTimeoutErr})
-	ctx := transport.WithRetries(context.Background())
+	ctx := transport.ContextWithRetries(context.Background())
 	seen := map[string]bool{}
 	for range 3 {
 		l, _, err := env.get(t, ctx, guardURLA)
-		if errors.Is(err, transport.ErrOriginUnhealthy) {
+		if errors.Is(err, pool.ErrOriginUnhealthy) {
 			t.Fatalf("disabled guard refused a request: %v", err)
 		}
 		seen[l] = true
@@ -248,7 +249,7 @@ func TestGuardKeepsRetryAfterOnThePair(t *testing.T) {
 	}
 	env.advancePast(env.originStatus(t, guardOriginA).Breaker.NextProbe)
 	calls := env.base.count("*", "*")
-	if _, _, err := env.get(t, nil, guardURLA); !errors.Is(err, transport.ErrNoHealthyExit) {
+	if _, _, err := env.get(t, nil, guardURLA); !errors.Is(err, pool.ErrNoHealthyExit) {
 		t.Errorf("guard reheated before the Retry-After: err = %v, want ErrNoHealthyExit", err)
 	}
 	if n := env.base.count("*", "*"); n != calls {
@@ -278,7 +279,7 @@ func TestGuardIgnoresRateLimits(t *testing.T) {
 					t.Fatalf("request %d: guard for a.example = %v after %s, want closed", i, st, tc.name)
 				}
 			}
-			if !errors.Is(err, transport.ErrNoHealthyExit) {
+			if !errors.Is(err, pool.ErrNoHealthyExit) {
 				t.Errorf("after every pair was judged: err = %v, want ErrNoHealthyExit (pairs open, not the origin)", err)
 			}
 		})

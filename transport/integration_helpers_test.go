@@ -17,11 +17,23 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // integT0 is the instant every integration test's fake clock starts at.
 var integT0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// integClock is the integration tests' clock: breakers read a fake instant the test moves, while
+// the header timeout — a timer that must fire while a real socket hangs — runs in real time.
+type integClock struct{ *clock.Fake }
+
+func newIntegClock() integClock { return integClock{clock.NewFake(integT0)} }
+
+func (integClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.System.AfterFunc(d, f)
+}
 
 // integHalf is a jitter source that always draws 0.5: with the default Jitter of 0.25 every OPEN
 // window is exactly 1.125 times its base, so tests can name the instant a breaker turns HALF_OPEN.
@@ -81,10 +93,10 @@ func integTemplate(servers ...*httptest.Server) *http.Transport {
 
 // integNew builds a Transport on a template trusting servers, closed when the test ends, and an
 // http.Client over it.
-func integNew(t *testing.T, servers []*httptest.Server, opts ...transport.Option) (*transport.Transport, *http.Client) {
+func integNew(t *testing.T, servers []*httptest.Server, opts ...any) (*transport.Transport, *http.Client) {
 	t.Helper()
-	opts = append([]transport.Option{transport.WithBaseTemplate(integTemplate(servers...))}, opts...)
-	tr, err := transport.New(opts...)
+	opts = append([]any{transport.WithBaseTemplate(integTemplate(servers...))}, opts...)
+	tr, err := build(opts...)
 	if err != nil {
 		t.Fatalf("transport.New = %v", err)
 	}
@@ -93,9 +105,9 @@ func integNew(t *testing.T, servers []*httptest.Server, opts ...transport.Option
 }
 
 // integExit is the exit dialing u (credentials and all), labelled label.
-func integExit(t *testing.T, u *url.URL, label string) *transport.Exit {
+func integExit(t *testing.T, u *url.URL, label string) *pool.Exit {
 	t.Helper()
-	e, err := transport.NewExit(u)
+	e, err := pool.NewExit(u)
 	if err != nil {
 		t.Fatalf("NewExit(%s) = %v", u.Redacted(), err)
 	}
@@ -161,7 +173,7 @@ func integAttemptError(t *testing.T, err error) *transport.AttemptError {
 }
 
 // integExitStatus returns label's entry in s.
-func integExitStatus(t *testing.T, s transport.Snapshot, label string) transport.ExitStatus {
+func integExitStatus(t *testing.T, s pool.Snapshot, label string) pool.ExitStatus {
 	t.Helper()
 	for _, e := range s.Exits {
 		if e.Exit == label {
@@ -169,12 +181,12 @@ func integExitStatus(t *testing.T, s transport.Snapshot, label string) transport
 		}
 	}
 	t.Fatalf("Snapshot has no exit %q: %+v", label, s.Exits)
-	return transport.ExitStatus{}
+	return pool.ExitStatus{}
 }
 
 // integPairState returns the state of the (label, origin) pair in s; a pair the pool holds no
 // breaker for is CLOSED.
-func integPairState(s transport.Snapshot, label, origin string) (breaker.Snapshot, bool) {
+func integPairState(s pool.Snapshot, label, origin string) (breaker.Snapshot, bool) {
 	for _, p := range s.Pairs {
 		if p.Exit == label && p.Origin == origin {
 			return p.Breaker, true
@@ -188,7 +200,7 @@ type integObserver struct {
 	mu       sync.Mutex
 	started  []transport.AttemptInfo
 	finished []transport.AttemptResult
-	changes  []transport.StateChange
+	changes  []pool.StateChange
 	refused  []error
 	rendered []string // every event in %+v and %#v
 }
@@ -214,7 +226,12 @@ func (o *integObserver) AttemptFinished(_ context.Context, a transport.AttemptRe
 	o.render(a)
 }
 
-func (o *integObserver) StateChanged(c transport.StateChange) {
+// Throttled and ExitRemoved complete pool.Observer: the transport adds the observer to the pool.
+func (o *integObserver) Throttled(context.Context, pool.Throttle) {}
+
+func (o *integObserver) ExitRemoved(*pool.Exit) {}
+
+func (o *integObserver) StateChanged(c pool.StateChange) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.changes = append(o.changes, c)

@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -37,14 +37,14 @@ func TestIntegHealthyTrafficThroughTinyproxies(t *testing.T) {
 	plain := integOrigin(t, false, nil)
 	secure := integOrigin(t, true, nil)
 	names := []string{"tp-a", "tp-b", "tp-c"}
-	var exits []*transport.Exit
+	var exits []*pool.Exit
 	for _, name := range names {
 		u := servertest.Tinyproxy(t, servertest.TinyproxyConfig{Name: name})
 		exits = append(exits, integExit(t, u, name))
 	}
-	fc := clock.NewFake(integT0)
+	fc := newIntegClock()
 	tr, c := integNew(t, []*httptest.Server{secure},
-		transport.WithExits(exits...), transport.WithClock(fc), transport.WithSelection(transport.Random))
+		pool.WithExits(exits...), pool.WithClock(fc), pool.WithSelection(pool.Random))
 
 	const perOrigin = 24
 	used := map[string]int{}
@@ -99,9 +99,9 @@ func TestIntegHealthyTrafficThroughTinyproxies(t *testing.T) {
 
 // integBoundTinyproxies starts one tinyproxy per bind address and returns their exits, labelled
 // "via-ADDR", and the map from source address to label.
-func integBoundTinyproxies(t *testing.T, binds ...string) ([]*transport.Exit, []*url.URL, map[string]string) {
+func integBoundTinyproxies(t *testing.T, binds ...string) ([]*pool.Exit, []*url.URL, map[string]string) {
 	t.Helper()
-	var exits []*transport.Exit
+	var exits []*pool.Exit
 	var urls []*url.URL
 	byIP := map[string]string{}
 	for _, ip := range binds {
@@ -121,9 +121,9 @@ func TestIntegHTTP2RoutingTruth(t *testing.T) {
 	t.Parallel()
 	secure := integOrigin(t, true, nil)
 	exits, _, byIP := integBoundTinyproxies(t, "127.0.0.2", "127.0.0.3", "127.0.0.4")
-	fc := clock.NewFake(integT0)
+	fc := newIntegClock()
 	_, c := integNew(t, []*httptest.Server{secure},
-		transport.WithExits(exits...), transport.WithClock(fc), transport.WithSelection(transport.Random))
+		pool.WithExits(exits...), pool.WithClock(fc), pool.WithSelection(pool.Random))
 
 	const workers, each = 6, 10
 	var (
@@ -212,9 +212,9 @@ func TestIntegHTTP2SharedTransportMisroutes(t *testing.T) {
 	}
 	t.Logf("shared transport: %d of %d requests left through a proxy other than the one Proxy returned", sharedMismatches, n)
 
-	fc := clock.NewFake(integT0)
+	fc := newIntegClock()
 	_, c := integNew(t, []*httptest.Server{secure},
-		transport.WithExits(exits...), transport.WithClock(fc), transport.WithSelection(transport.Random))
+		pool.WithExits(exits...), pool.WithClock(fc), pool.WithSelection(pool.Random))
 	oursMismatches := 0
 	for i := range n {
 		r := integMustGet(t, c, secure.URL)
@@ -265,9 +265,9 @@ func TestIntegProxyAuthParksExit(t *testing.T) {
 			bad := integExit(t, badURL, "auth-bad").WithTier(0)
 			good := integExit(t, goodURL, "good").WithTier(1)
 			obs := &integObserver{}
-			fc := clock.NewFake(integT0)
+			fc := newIntegClock()
 			tr, c := integNew(t, []*httptest.Server{secure},
-				transport.WithExits(bad, good), transport.WithClock(fc), transport.WithObserver(obs))
+				pool.WithExits(bad, good), pool.WithClock(fc), transport.WithObserver(obs))
 
 			first, other := plain.URL, secure.URL
 			if tt.connect {
@@ -285,8 +285,8 @@ func TestIntegProxyAuthParksExit(t *testing.T) {
 				if !errors.As(r.err, &pce) || (pce.StatusCode != 407 && pce.StatusCode != 401) {
 					t.Errorf("first request error = %v, want a *ProxyConnectError with 407 or 401", r.err)
 				}
-				if ae.Exit != "auth-bad" || ae.Verdict.Class != transport.ClassProxyAuth {
-					t.Errorf("AttemptError = {Exit %s, Class %s}, want {auth-bad, %s}", ae.Exit, ae.Verdict.Class, transport.ClassProxyAuth)
+				if ae.Exit != "auth-bad" || ae.Verdict.Class != pool.ClassProxyAuth {
+					t.Errorf("AttemptError = {Exit %s, Class %s}, want {auth-bad, %s}", ae.Exit, ae.Verdict.Class, pool.ClassProxyAuth)
 				}
 			case tt.noCreds:
 				// Plain HTTP: the proxy's 407 is a response, returned with a nil error.
@@ -311,17 +311,17 @@ func TestIntegProxyAuthParksExit(t *testing.T) {
 					if r.err == nil {
 						t.Fatalf("CONNECT with wrong credentials = %d via %s, want an error", r.status, r.exit)
 					}
-					if ae := integAttemptError(t, r.err); ae.Exit != "auth-bad" || ae.Verdict.Class != transport.ClassProxyAuth {
-						t.Errorf("AttemptError = {Exit %s, Class %s}, want {auth-bad, %s}", ae.Exit, ae.Verdict.Class, transport.ClassProxyAuth)
+					if ae := integAttemptError(t, r.err); ae.Exit != "auth-bad" || ae.Verdict.Class != pool.ClassProxyAuth {
+						t.Errorf("AttemptError = {Exit %s, Class %s}, want {auth-bad, %s}", ae.Exit, ae.Verdict.Class, pool.ClassProxyAuth)
 					}
 				}
 			}
 
 			s := tr.Pool().Snapshot()
 			es := integExitStatus(t, s, "auth-bad")
-			if es.Breaker.State != breaker.Open || !es.Breaker.Parked || es.Breaker.LastFailure != string(transport.ClassProxyAuth) {
+			if es.Breaker.State != breaker.Open || !es.Breaker.Parked || es.Breaker.LastFailure != string(pool.ClassProxyAuth) {
 				t.Fatalf("exit auth-bad: state %v, parked %t, last failure %q; want open, parked, %q",
-					es.Breaker.State, es.Breaker.Parked, es.Breaker.LastFailure, transport.ClassProxyAuth)
+					es.Breaker.State, es.Breaker.Parked, es.Breaker.LastFailure, pool.ClassProxyAuth)
 			}
 			for _, p := range s.Pairs {
 				if p.Breaker.State != breaker.Closed {
@@ -366,9 +366,9 @@ func TestIntegRefusedGatewayParksExit(t *testing.T) {
 			refused := integExit(t, &url.URL{Scheme: "http", Host: addr}, "refused").WithTier(0)
 			good := integExit(t, servertest.Tinyproxy(t, servertest.TinyproxyConfig{}), "good").WithTier(1)
 			obs := &integObserver{}
-			fc := clock.NewFake(integT0)
+			fc := newIntegClock()
 			tr, c := integNew(t, []*httptest.Server{secure},
-				transport.WithExits(refused, good), transport.WithClock(fc), transport.WithObserver(obs))
+				pool.WithExits(refused, good), pool.WithClock(fc), transport.WithObserver(obs))
 
 			first := plain.URL
 			if connect {
@@ -378,14 +378,14 @@ func TestIntegRefusedGatewayParksExit(t *testing.T) {
 			if r.err == nil {
 				t.Fatalf("first request = %d via %s, want an error", r.status, r.exit)
 			}
-			if ae := integAttemptError(t, r.err); ae.Exit != "refused" || ae.Verdict.Class != transport.ClassProxyRefused ||
-				ae.Verdict.Outcome != transport.Permanent || ae.Verdict.Scope != transport.ScopeExit {
-				t.Errorf("AttemptError = {Exit %s, Verdict %+v}, want refused, permanent exit-scoped %s", ae.Exit, ae.Verdict, transport.ClassProxyRefused)
+			if ae := integAttemptError(t, r.err); ae.Exit != "refused" || ae.Verdict.Class != pool.ClassProxyRefused ||
+				ae.Verdict.Outcome != pool.Permanent || ae.Verdict.Scope != pool.ScopeExit {
+				t.Errorf("AttemptError = {Exit %s, Verdict %+v}, want refused, permanent exit-scoped %s", ae.Exit, ae.Verdict, pool.ClassProxyRefused)
 			}
 			es := integExitStatus(t, tr.Pool().Snapshot(), "refused")
-			if es.Breaker.State != breaker.Open || !es.Breaker.Parked || es.Breaker.LastFailure != string(transport.ClassProxyRefused) {
+			if es.Breaker.State != breaker.Open || !es.Breaker.Parked || es.Breaker.LastFailure != string(pool.ClassProxyRefused) {
 				t.Fatalf("exit refused: state %v, parked %t, last failure %q; want open, parked, %q",
-					es.Breaker.State, es.Breaker.Parked, es.Breaker.LastFailure, transport.ClassProxyRefused)
+					es.Breaker.State, es.Breaker.Parked, es.Breaker.LastFailure, pool.ClassProxyRefused)
 			}
 			for i, u := range []string{plain.URL, secure.URL, plain2.URL, plain.URL, secure.URL, plain2.URL} {
 				if r := integMustGet(t, c, u); r.exit != "good" {
@@ -424,10 +424,10 @@ func TestIntegRateLimitOpensOnlyThePair(t *testing.T) {
 	x := integExit(t, servertest.Tinyproxy(t, servertest.TinyproxyConfig{Bind: xIP}), "X").WithTier(0)
 	y := integExit(t, servertest.Tinyproxy(t, servertest.TinyproxyConfig{Bind: yIP}), "Y").WithTier(1)
 	obs := &integObserver{}
-	fc := clock.NewFake(integT0)
+	fc := newIntegClock()
 	tr, c := integNew(t, []*httptest.Server{originA},
-		transport.WithExits(x, y), transport.WithClock(fc), transport.WithObserver(obs),
-		transport.WithBreakerSettings(breaker.Settings{Rand: integHalf}))
+		pool.WithExits(x, y), pool.WithClock(fc), transport.WithObserver(obs),
+		pool.WithPairSettings(breaker.Settings{Rand: integHalf}))
 	ipOf := map[string]string{"X": xIP, "Y": yIP}
 	check := func(step string, u, wantExit string) {
 		t.Helper()
@@ -445,9 +445,9 @@ func TestIntegRateLimitOpensOnlyThePair(t *testing.T) {
 	s := tr.Pool().Snapshot()
 	xa, _ := integPairState(s, "X", a)
 	wantProbe := integT0.Add(integJittered(30 * time.Second))
-	if xa.State != breaker.Open || xa.LastFailure != string(transport.ClassRateLimited) || !xa.NextProbe.Equal(wantProbe) {
+	if xa.State != breaker.Open || xa.LastFailure != string(pool.ClassRateLimited) || !xa.NextProbe.Equal(wantProbe) {
 		t.Fatalf("pair (X, A) = %v, last failure %q, next probe %v; want open, %s, %v",
-			xa.State, xa.LastFailure, xa.NextProbe, transport.ClassRateLimited, wantProbe)
+			xa.State, xa.LastFailure, xa.NextProbe, pool.ClassRateLimited, wantProbe)
 	}
 
 	// Only (X, A) is open: X keeps serving B, Y serves A.
@@ -482,7 +482,7 @@ func TestIntegRateLimitOpensOnlyThePair(t *testing.T) {
 		t.Fatalf("pair (X, A) at its probe time = %v, want half_open", xa.State)
 	}
 	check("probe, A", originA.URL, "X")
-	if last := obs.last(t); !last.Probe || last.Exit.Label() != "X" || last.Verdict.Outcome != transport.Success {
+	if last := obs.last(t); !last.Probe || last.Exit.Label() != "X" || last.Verdict.Outcome != pool.Success {
 		t.Errorf("probe attempt = {Exit %s, Probe %t, Outcome %v}, want {X, true, success}", last.Exit, last.Probe, last.Verdict.Outcome)
 	}
 	if xa, _ := integPairState(tr.Pool().Snapshot(), "X", a); xa.State != breaker.Closed {
@@ -515,13 +515,13 @@ func TestIntegRecoveredExitCarriesTrafficAgain(t *testing.T) {
 	xp := servertest.StartTinyproxy(t, servertest.TinyproxyConfig{Bind: xIP})
 	x := integExit(t, xp.URL(), "X").WithTier(0)
 	obs := &integObserver{}
-	fc := clock.NewFake(integT0)
+	fc := newIntegClock()
 	const parkFor = time.Minute
-	exitSettings := transport.DefaultExitSettings()
+	exitSettings := pool.DefaultExitSettings()
 	exitSettings.ParkFor, exitSettings.Rand = parkFor, integHalf
 	tr, c := integNew(t, []*httptest.Server{secure},
-		transport.WithExits(x, y), transport.WithClock(fc), transport.WithObserver(obs),
-		transport.WithExitBreakerSettings(exitSettings))
+		pool.WithExits(x, y), pool.WithClock(fc), transport.WithObserver(obs),
+		pool.WithExitSettings(exitSettings))
 	ipOf := map[string]string{"X": xIP, "Y": yIP}
 	check := func(step, u, wantExit string) {
 		t.Helper()
@@ -558,7 +558,7 @@ func TestIntegRecoveredExitCarriesTrafficAgain(t *testing.T) {
 			t.Fatalf("request %d failed via %s, want X", i, ae.Exit)
 		}
 		t.Logf("request %d through the dead X: %s", i, ae.Verdict.Class)
-		if ae.Verdict.Class == transport.ClassProxyRefused {
+		if ae.Verdict.Class == pool.ClassProxyRefused {
 			failedAt = fc.Now()
 			break
 		}
@@ -629,14 +629,14 @@ func TestIntegCredentialsNeverLeak(t *testing.T) {
 		return &url.URL{Scheme: "http", Host: host, User: url.UserPassword(user, canary)}
 	}
 	// No WithLabel: the default labels are the redacted URLs, which is what must hold.
-	exits := []*transport.Exit{
+	exits := []*pool.Exit{
 		integExit(t, withCanary(closed), "").WithTier(0),
 		integExit(t, withCanary(rejectingURL.Host), "").WithTier(1),
 		integExit(t, withCanary(hang.Addr()), "").WithTier(2),
 		integExit(t, withCanary(goodURL.Host), "").WithTier(3),
 	}
 	// Parse the provider format too, which takes the password from a plain string.
-	parsed, err := transport.ParseExit(goodURL.Hostname() + ":" + goodURL.Port() + ":" + user + ":" + canary)
+	parsed, err := pool.ParseExit(goodURL.Hostname() + ":" + goodURL.Port() + ":" + user + ":" + canary)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -644,10 +644,10 @@ func TestIntegCredentialsNeverLeak(t *testing.T) {
 		t.Fatalf("ParseExit lost the password: the test would prove nothing")
 	}
 	obs := &integObserver{}
-	fc := clock.NewFake(integT0)
+	fc := newIntegClock()
 	tr, c := integNew(t, []*httptest.Server{secure},
-		transport.WithExits(exits...), transport.WithClock(fc), transport.WithObserver(obs),
-		transport.WithBreakerSettings(breaker.Settings{FailureThreshold: 1}),
+		pool.WithExits(exits...), pool.WithClock(fc), transport.WithObserver(obs),
+		pool.WithPairSettings(breaker.Settings{FailureThreshold: 1}),
 		transport.WithHeaderTimeout(time.Second))
 
 	var outputs []string
@@ -656,7 +656,7 @@ func TestIntegCredentialsNeverLeak(t *testing.T) {
 			outputs = append(outputs, e.Error(), fmt.Sprintf("%v", e), fmt.Sprintf("%+v", e), fmt.Sprintf("%#v", e))
 		}
 	}
-	classes := map[transport.Class]int{}
+	classes := map[pool.Class]int{}
 	// Tiers make the order certain: plain → refused (parked); https → rejected CONNECT (parked);
 	// plain and https → hang (each pair opens after one timeout); then the good exit.
 	for i, u := range []string{plain.URL, secure.URL, plain.URL, secure.URL, plain.URL, secure.URL, plain.URL, secure.URL} {
@@ -669,9 +669,9 @@ func TestIntegCredentialsNeverLeak(t *testing.T) {
 		if r.status != http.StatusOK {
 			t.Errorf("request %d = %d via %s, want 200 or an error", i, r.status, r.exit)
 		}
-		classes[transport.ClassOK]++
+		classes[pool.ClassOK]++
 	}
-	for _, class := range []transport.Class{transport.ClassProxyRefused, transport.ClassProxyAuth, transport.ClassTimeout, transport.ClassOK} {
+	for _, class := range []pool.Class{pool.ClassProxyRefused, pool.ClassProxyAuth, pool.ClassTimeout, pool.ClassOK} {
 		if classes[class] == 0 {
 			t.Errorf("no request ended %s (classes %v): the test must exercise every failing exit", class, classes)
 		}
@@ -681,7 +681,7 @@ func TestIntegCredentialsNeverLeak(t *testing.T) {
 		t.Fatalf("Remove(%s) = %v", exits[3].Label(), err)
 	}
 	r := integGet(c, plain.URL)
-	if !errors.Is(r.err, transport.ErrNoHealthyExit) {
+	if !errors.Is(r.err, pool.ErrNoHealthyExit) {
 		t.Errorf("request with no exit ready = %d, err %v; want ErrNoHealthyExit", r.status, r.err)
 	}
 	record(r.err)

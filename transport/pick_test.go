@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -49,10 +50,10 @@ func pickTrip(t *testing.T, env *scriptedEnv, rawURL, origin string, r scriptedR
 }
 
 func TestPickSpreadsEvenlyAmongReadyExits(t *testing.T) {
-	for _, sel := range []transport.Selection{transport.LeastLoaded, transport.Random} {
-		t.Run(map[transport.Selection]string{transport.LeastLoaded: "least_loaded", transport.Random: "random"}[sel], func(t *testing.T) {
+	for _, sel := range []pool.Selection{pool.LeastLoaded, pool.Random} {
+		t.Run(map[pool.Selection]string{pool.LeastLoaded: "least_loaded", pool.Random: "random"}[sel], func(t *testing.T) {
 			const exits, picks = 5, 3000
-			env := newTestPoolEnv(t, scriptedExits("x", exits), transport.WithSelection(sel))
+			env := newTestPoolEnv(t, scriptedExits("x", exits), pool.WithSelection(sel))
 			got := pickCount(t, env, pickURLA, picks)
 			want := picks / exits
 			for _, e := range env.pool.Exits() {
@@ -93,11 +94,11 @@ func TestPickSkipsOpenPairAndParkedExit(t *testing.T) {
 }
 
 func TestPickWeights(t *testing.T) {
-	for _, sel := range []transport.Selection{transport.LeastLoaded, transport.Random} {
-		t.Run(map[transport.Selection]string{transport.LeastLoaded: "least_loaded", transport.Random: "random"}[sel], func(t *testing.T) {
+	for _, sel := range []pool.Selection{pool.LeastLoaded, pool.Random} {
+		t.Run(map[pool.Selection]string{pool.LeastLoaded: "least_loaded", pool.Random: "random"}[sel], func(t *testing.T) {
 			ex := scriptedExits("x", 2)
 			ex[0] = ex[0].WithWeight(3)
-			env := newTestPoolEnv(t, ex, transport.WithSelection(sel))
+			env := newTestPoolEnv(t, ex, pool.WithSelection(sel))
 			got := pickCount(t, env, pickURLA, 4000)
 			ratio := float64(got["x0"]) / float64(got["x1"])
 			if ratio < 2.4 || ratio > 3.6 {
@@ -108,7 +109,7 @@ func TestPickWeights(t *testing.T) {
 }
 
 func TestPickTiersEscalatePerOriginAndComeBack(t *testing.T) {
-	ex := []*transport.Exit{
+	ex := []*pool.Exit{
 		scriptedExits("t0-", 2)[0], scriptedExits("t0-", 2)[1],
 		scriptedExits("t1-", 2)[0].WithTier(1), scriptedExits("t1-", 2)[1].WithTier(1),
 	}
@@ -167,14 +168,14 @@ func TestPickTiersEscalatePerOriginAndComeBack(t *testing.T) {
 func TestPickLeastLoadedPrefersFewerInFlight(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		sel      transport.Selection
+		sel      pool.Selection
 		min, max float64 // share of the loaded exit
 	}{
-		{"least_loaded", transport.LeastLoaded, 0.15, 0.35}, // both draws must hit it: 1/4
-		{"random", transport.Random, 0.4, 0.6},
+		{"least_loaded", pool.LeastLoaded, 0.15, 0.35}, // both draws must hit it: 1/4
+		{"random", pool.Random, 0.4, 0.6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestPoolEnv(t, scriptedExits("x", 2), transport.WithSelection(tc.sel))
+			env := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithSelection(tc.sel))
 			var held []*http.Response
 			for i := 0; len(held) < 3; i++ {
 				if i > 100 {
@@ -211,7 +212,7 @@ func TestPickLeastLoadedPrefersFewerInFlight(t *testing.T) {
 func TestPickWithoutTiersUsesEveryTier(t *testing.T) {
 	ex := scriptedExits("x", 2)
 	ex[1] = ex[1].WithTier(1)
-	env := newTestPoolEnv(t, ex, transport.WithoutTiers())
+	env := newTestPoolEnv(t, ex, pool.WithoutTiers())
 	got := pickCount(t, env, pickURLA, 1000)
 	for _, l := range []string{"x0", "x1"} {
 		if got[l] < 350 {
@@ -240,7 +241,7 @@ func TestPickPassingOverHalfOpenDoesNotConsumeProbeSlots(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestPoolEnv(t, scriptedExits("x", n), transport.WithOriginGuard(transport.OriginGuardSettings{Disabled: true}))
+			env := newTestPoolEnv(t, scriptedExits("x", n), pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}))
 			labels := make([]string, n)
 			for i := range labels {
 				labels[i] = env.pool.Exits()[i].Label()
@@ -296,7 +297,7 @@ func TestPickPassingOverHalfOpenDoesNotConsumeProbeSlots(t *testing.T) {
 				}
 			}
 			_, _, err := env.do(t, nil, pickURLA)
-			var nh *transport.NoHealthyExitError
+			var nh *pool.NoHealthyExitError
 			if !errors.As(err, &nh) {
 				t.Fatalf("with every probe out, RoundTrip err = %v, want a *NoHealthyExitError", err)
 			}
@@ -317,7 +318,7 @@ func TestPickPassingOverHalfOpenDoesNotConsumeProbeSlots(t *testing.T) {
 }
 
 func TestPickNoHealthyExit(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3), transport.WithOriginGuard(transport.OriginGuardSettings{Disabled: true}))
+	env := newTestPoolEnv(t, scriptedExits("x", 3), pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}))
 	for i := range 3 {
 		pickTrip(t, env, pickURLA, pickOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(30 * (i + 1))})
 	}
@@ -339,10 +340,10 @@ func TestPickNoHealthyExit(t *testing.T) {
 	if resp != nil {
 		t.Fatalf("RoundTrip returned a response with every pair open: %v", resp.Status)
 	}
-	if !errors.Is(err, transport.ErrNoHealthyExit) {
+	if !errors.Is(err, pool.ErrNoHealthyExit) {
 		t.Fatalf("RoundTrip err = %v, want ErrNoHealthyExit", err)
 	}
-	var nh *transport.NoHealthyExitError
+	var nh *pool.NoHealthyExitError
 	if !errors.As(err, &nh) {
 		t.Fatalf("RoundTrip err = %T, want *NoHealthyExitError", err)
 	}
@@ -358,7 +359,7 @@ func TestPickNoHealthyExit(t *testing.T) {
 	if n := env.base.count("*", "*"); n != calls {
 		t.Errorf("base called %d times for a refused request", n-calls)
 	}
-	if r := env.obs.Refusals(); len(r) != 1 || !errors.Is(r[0], transport.ErrNoHealthyExit) {
+	if r := env.obs.Refusals(); len(r) != 1 || !errors.Is(r[0], pool.ErrNoHealthyExit) {
 		t.Errorf("Refused calls = %v, want one ErrNoHealthyExit", r)
 	}
 	// Another origin is unaffected.
@@ -371,15 +372,15 @@ func TestPickNoHealthyExit(t *testing.T) {
 // and ignored a pair that stays open longer, so RetryIn sent callers back too early.
 func TestPickNoHealthyExitRetryInWaitsForBothBreakers(t *testing.T) {
 	env := newTestPoolEnv(t, scriptedExits("x", 1),
-		transport.WithExitBreakerSettings(breaker.Settings{FailureThreshold: 1, BaseCooldown: 10 * time.Second, Jitter: -1}),
-		transport.WithBreakerSettings(breaker.Settings{Jitter: -1}))
+		pool.WithExitSettings(breaker.Settings{FailureThreshold: 1, BaseCooldown: 10 * time.Second, Jitter: -1}),
+		pool.WithPairSettings(breaker.Settings{Jitter: -1}))
 	pickTrip(t, env, pickURLA, pickOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(600)})
 	pickTrip(t, env, pickURLB, pickOriginB, scriptedReply{Err: scriptedTimeoutErr})
 	if s := env.exitStatus(t, "x0").Breaker; s.State != breaker.Open {
 		t.Fatalf("exit x0 = %v, want open after a timeout with FailureThreshold 1", s.State)
 	}
 	_, _, err := env.do(t, nil, pickURLA)
-	var nh *transport.NoHealthyExitError
+	var nh *pool.NoHealthyExitError
 	if !errors.As(err, &nh) {
 		t.Fatalf("err = %v, want *NoHealthyExitError", err)
 	}
@@ -394,7 +395,7 @@ func TestPickNoHealthyExitRetryInWaitsForBothBreakers(t *testing.T) {
 
 func TestPickSessionSticksUntilPairTrips(t *testing.T) {
 	env := newTestPoolEnv(t, scriptedExits("x", 4))
-	ctx := transport.WithSession(context.Background(), "cart-42")
+	ctx := transport.ContextWithSession(context.Background(), "cart-42")
 	first, _ := env.mustGet(t, ctx, pickURLA)
 	for i := range 30 {
 		if l, _ := env.mustGet(t, ctx, pickURLA); l != first {
@@ -432,7 +433,7 @@ func TestPickRetriesAvoidTheExitThatFailed(t *testing.T) {
 	t.Run("another_ready", func(t *testing.T) {
 		env := newTestPoolEnv(t, scriptedExits("x", 3))
 		for i := range 50 {
-			ctx := transport.WithRetries(context.Background())
+			ctx := transport.ContextWithRetries(context.Background())
 			env.base.on("*", pickOriginA, scriptedReply{Err: scriptedResetErr})
 			failed, _, err := env.get(t, ctx, pickURLA)
 			if err == nil || failed == "" {
@@ -447,7 +448,7 @@ func TestPickRetriesAvoidTheExitThatFailed(t *testing.T) {
 	})
 	t.Run("only_exit", func(t *testing.T) {
 		env := newTestPoolEnv(t, scriptedExits("x", 1))
-		ctx := transport.WithRetries(context.Background())
+		ctx := transport.ContextWithRetries(context.Background())
 		env.base.on("*", pickOriginA, scriptedReply{Err: scriptedResetErr})
 		env.get(t, ctx, pickURLA)
 		env.base.reset()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -91,20 +92,20 @@ func TestPoolExitScopedFailureParksTheExit(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		reply func(t *testing.T) scriptedReply
-		class transport.Class
+		class pool.Class
 	}{
-		{"407_response", func(*testing.T) scriptedReply { return scriptedReply{Status: http.StatusProxyAuthRequired} }, transport.ClassProxyAuth},
+		{"407_response", func(*testing.T) scriptedReply { return scriptedReply{Status: http.StatusProxyAuthRequired} }, pool.ClassProxyAuth},
 		{"407_connect", func(*testing.T) scriptedReply {
 			return scriptedReply{Err: &transport.ProxyConnectError{Exit: "x0", StatusCode: http.StatusProxyAuthRequired}}
-		}, transport.ClassProxyAuth},
-		{"gateway_refused", func(t *testing.T) scriptedReply { return scriptedReply{Err: scriptedRefusedErr(t)} }, transport.ClassProxyRefused},
+		}, pool.ClassProxyAuth},
+		{"gateway_refused", func(t *testing.T) scriptedReply { return scriptedReply{Err: scriptedRefusedErr(t)} }, pool.ClassProxyRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newTestPoolEnv(t, scriptedExits("x", 3))
 			env.base.on("x0", "*", tc.reply(t))
 			i := poolHit(t, env, poolURLA, "x0", 100)
 			parkedAt := env.clock.Now()
-			if f := env.obs.Finished()[i]; f.Verdict.Outcome != transport.Permanent || f.Verdict.Scope != transport.ScopeExit || f.Verdict.Class != tc.class {
+			if f := env.obs.Finished()[i]; f.Verdict.Outcome != pool.Permanent || f.Verdict.Scope != pool.ScopeExit || f.Verdict.Class != tc.class {
 				t.Errorf("verdict = %+v, want permanent, exit scope, %s", f.Verdict, tc.class)
 			}
 			e := env.exitStatus(t, "x0").Breaker
@@ -147,7 +148,7 @@ func TestPoolExitRollUpAcrossOrigins(t *testing.T) {
 		})
 		for i := range 10 {
 			url := fmt.Sprintf("http://o%d.example/", i)
-			if _, _, err := env.get(t, nil, url); errors.Is(err, transport.ErrNoHealthyExit) {
+			if _, _, err := env.get(t, nil, url); errors.Is(err, pool.ErrNoHealthyExit) {
 				t.Fatalf("request %d refused: the exit tripped before its 5th failure in 10 attempts", i)
 			}
 			st := env.exitStatus(t, "x0").Breaker
@@ -164,7 +165,7 @@ func TestPoolExitRollUpAcrossOrigins(t *testing.T) {
 		if e.Parked || e.LastCause != breaker.CauseFailures {
 			t.Errorf("exit = %+v, want tripped by failures, not parked", e)
 		}
-		if _, _, err := env.get(t, nil, "http://fresh.example/"); !errors.Is(err, transport.ErrNoHealthyExit) {
+		if _, _, err := env.get(t, nil, "http://fresh.example/"); !errors.Is(err, pool.ErrNoHealthyExit) {
 			t.Errorf("request for a fresh origin: err = %v, want ErrNoHealthyExit", err)
 		}
 		env.advancePast(e.NextProbe)
@@ -220,7 +221,7 @@ func TestPoolSoftFailuresCountHalf(t *testing.T) {
 
 func TestPoolDryRun(t *testing.T) {
 	t.Run("pairs", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 2), transport.WithDryRun())
+		env := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithDryRun())
 		env.base.on("x0", poolOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(300)})
 		poolHit(t, env, poolURLA, "x0", 100)
 		if st := env.pairState("x0", poolOriginA); st != breaker.Open {
@@ -261,7 +262,7 @@ func TestPoolDryRun(t *testing.T) {
 	})
 	// Regression: the origin guard's refusal was not reported as WouldRefuse.
 	t.Run("origin_guard", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 3), transport.WithDryRun())
+		env := newTestPoolEnv(t, scriptedExits("x", 3), pool.WithDryRun())
 		guardTrip(t, env, poolURLA, poolOriginA, scriptedReply{Status: 503})
 		env.mustGet(t, nil, poolURLA)
 		info := env.obs.Started()
@@ -303,7 +304,7 @@ func TestPoolAddRemoveWhileTrafficFlows(t *testing.T) {
 		warm.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx := transport.WithSession(context.Background(), fmt.Sprint("s", g))
+			ctx := transport.ContextWithSession(context.Background(), fmt.Sprint("s", g))
 			post := 0
 			for i := range 5000 { // until 200 requests after Remove
 				if i == 20 {
@@ -377,19 +378,19 @@ func TestPoolAddRemoveWhileTrafficFlows(t *testing.T) {
 
 func TestPoolAddRejectsAndRemoveUnknown(t *testing.T) {
 	env := newTestPoolEnv(t, scriptedExits("x", 2))
-	base := transport.MustParseExit("http://10.9.9.9:3128")
+	base := pool.MustParseExit("http://10.9.9.9:3128")
 	for _, tc := range []struct {
 		name  string
-		exits []*transport.Exit
+		exits []*pool.Exit
 		want  string
 	}{
-		{"duplicate_of_pool", []*transport.Exit{base.WithLabel("x1")}, `duplicate exit label "x1"`},
-		{"duplicate_in_call", []*transport.Exit{base.WithLabel("d"), base.WithLabel("d")}, `duplicate exit label "d"`},
-		{"zero_weight", []*transport.Exit{base.WithLabel("w").WithWeight(0)}, "weight 0 must be positive"},
-		{"negative_weight", []*transport.Exit{base.WithLabel("w").WithWeight(-2)}, "weight -2 must be positive"},
-		{"nan_weight", []*transport.Exit{base.WithLabel("w").WithWeight(math.NaN())}, "weight NaN"},
-		{"inf_weight", []*transport.Exit{base.WithLabel("w").WithWeight(math.Inf(1))}, "weight +Inf"},
-		{"nil", []*transport.Exit{base.WithLabel("ok"), nil}, "exit 1 is nil"},
+		{"duplicate_of_pool", []*pool.Exit{base.WithLabel("x1")}, `duplicate exit label "x1"`},
+		{"duplicate_in_call", []*pool.Exit{base.WithLabel("d"), base.WithLabel("d")}, `duplicate exit label "d"`},
+		{"zero_weight", []*pool.Exit{base.WithLabel("w").WithWeight(0)}, "weight 0 must be positive"},
+		{"negative_weight", []*pool.Exit{base.WithLabel("w").WithWeight(-2)}, "weight -2 must be positive"},
+		{"nan_weight", []*pool.Exit{base.WithLabel("w").WithWeight(math.NaN())}, "weight NaN"},
+		{"inf_weight", []*pool.Exit{base.WithLabel("w").WithWeight(math.Inf(1))}, "weight +Inf"},
+		{"nil", []*pool.Exit{base.WithLabel("ok"), nil}, "exit 1 is nil"},
 	} {
 		err := env.pool.Add(tc.exits...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -399,7 +400,7 @@ func TestPoolAddRejectsAndRemoveUnknown(t *testing.T) {
 			t.Errorf("%s: a rejected Add changed the pool to %d exits", tc.name, n)
 		}
 	}
-	if _, err := transport.New(transport.WithExits(base.WithLabel("a"), base.WithLabel("a"))); err == nil ||
+	if _, err := build(pool.WithExits(base.WithLabel("a"), base.WithLabel("a"))); err == nil ||
 		!strings.Contains(err.Error(), "duplicate") {
 		t.Errorf("New with duplicate labels: err = %v", err)
 	}
@@ -415,7 +416,7 @@ func TestPoolAddRejectsAndRemoveUnknown(t *testing.T) {
 }
 
 func TestPoolSweepDropsIdleHealthyPairs(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3), transport.WithIdleTTL(time.Minute))
+	env := newTestPoolEnv(t, scriptedExits("x", 3), pool.WithIdleTTL(time.Minute))
 	// A pair gets a breaker on its first failure: one 429 without Retry-After through each exit
 	// (one failure of three, and no concern of the origin guard's).
 	env.base.on("*", poolOriginA, scriptedReply{Status: 429})
@@ -484,7 +485,7 @@ func TestPoolSweepDropsIdleHealthyPairs(t *testing.T) {
 // made origin between lookup and acquire, and the request failed with a NoHealthyExitError though
 // every exit was healthy.
 func TestPoolSweepDuringPickDoesNotRefuse(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 2), transport.WithIdleTTL(time.Minute))
+	env := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithIdleTTL(time.Minute))
 	far := env.clock.Now().Add(24 * time.Hour)
 	stop := make(chan struct{})
 	var sweeper sync.WaitGroup
@@ -549,7 +550,7 @@ func TestPoolSnapshotJSON(t *testing.T) {
 			t.Errorf("snapshot JSON shows credentials (%q): %s", secret, s)
 		}
 	}
-	var back transport.Snapshot
+	var back pool.Snapshot
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("json.Unmarshal: %v", err)
 	}
@@ -557,7 +558,7 @@ func TestPoolSnapshotJSON(t *testing.T) {
 		t.Errorf("snapshot did not survive a JSON round trip: %+v", back.Pairs)
 	}
 	// Labels that are redacted URLs never show the password either.
-	env2 := newTestPoolEnv(t, []*transport.Exit{transport.MustParseExit("http://bob:hunter2@10.0.0.9:8080")})
+	env2 := newTestPoolEnv(t, []*pool.Exit{pool.MustParseExit("http://bob:hunter2@10.0.0.9:8080")})
 	env2.mustGet(t, nil, poolURLA)
 	b, _ = json.Marshal(env2.pool.Snapshot())
 	if strings.Contains(string(b), "hunter2") || !strings.Contains(string(b), "bob:xxxxx@10.0.0.9:8080") {

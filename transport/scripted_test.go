@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -295,30 +295,19 @@ func scriptedRetryAfter(secs int) http.Header {
 }
 
 // scriptedExits returns n exits labelled prefix0…prefix(n-1), each with credentials.
-func scriptedExits(prefix string, n int) []*transport.Exit {
-	out := make([]*transport.Exit, n)
+func scriptedExits(prefix string, n int) []*pool.Exit {
+	out := make([]*pool.Exit, n)
 	for i := range out {
-		out[i] = transport.MustParseExit(fmt.Sprintf("http://user%d:pw-%d@10.1.%d.%d:3128", i, i, i/250, i%250+1)).
+		out[i] = pool.MustParseExit(fmt.Sprintf("http://user%d:pw-%d@10.1.%d.%d:3128", i, i, i/250, i%250+1)).
 			WithLabel(fmt.Sprintf("%s%d", prefix, i))
 	}
 	return out
 }
 
-// scriptedRand returns a deterministic, concurrency-safe random source for WithRand.
-func scriptedRand(seed uint64) func() uint64 {
-	var mu sync.Mutex
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	return func() uint64 {
-		mu.Lock()
-		defer mu.Unlock()
-		return r.Uint64()
-	}
-}
-
 // scriptedEnv is a transport over a scripted base with a fake clock.
 type scriptedEnv struct {
 	tr    *transport.Transport
-	pool  *transport.Pool
+	pool  *pool.Pool
 	base  *scriptedBase
 	clock *clock.Fake
 	obs   *scriptedObserver
@@ -327,18 +316,18 @@ type scriptedEnv struct {
 // newTestPoolEnv builds a Transport over exits with a scripted base, a fake clock, a recording
 // observer, a deterministic random source and a long idle TTL (so no background sweep interferes);
 // opts come last and may override any of it.
-func newTestPoolEnv(t *testing.T, exits []*transport.Exit, opts ...transport.Option) *scriptedEnv {
+func newTestPoolEnv(t *testing.T, exits []*pool.Exit, opts ...any) *scriptedEnv {
 	t.Helper()
 	env := &scriptedEnv{base: newScriptedBase(), clock: clock.NewFake(scriptedT0), obs: &scriptedObserver{}}
-	all := append([]transport.Option{
-		transport.WithExits(exits...),
+	all := append([]any{
+		pool.WithExits(exits...),
 		transport.WithBase(env.base),
-		transport.WithClock(env.clock),
+		pool.WithClock(env.clock),
 		transport.WithObserver(env.obs),
-		transport.WithRand(scriptedRand(uint64(len(t.Name())))),
-		transport.WithIdleTTL(1000 * time.Hour),
+		pool.WithSeed(uint64(len(t.Name()))),
+		pool.WithIdleTTL(1000 * time.Hour),
 	}, opts...)
-	tr, err := transport.New(all...)
+	tr, err := build(all...)
 	if err != nil {
 		t.Fatalf("transport.New: %v", err)
 	}
@@ -406,13 +395,13 @@ func (env *scriptedEnv) mustGet(t *testing.T, ctx context.Context, rawURL string
 }
 
 // pair returns the snapshot of the (exit, origin) pair, and whether the pool holds one.
-func (env *scriptedEnv) pair(exit, origin string) (transport.PairStatus, bool) {
+func (env *scriptedEnv) pair(exit, origin string) (pool.PairStatus, bool) {
 	for _, p := range env.pool.Snapshot().Pairs {
 		if p.Exit == exit && p.Origin == origin {
 			return p, true
 		}
 	}
-	return transport.PairStatus{}, false
+	return pool.PairStatus{}, false
 }
 
 // pairState returns the pair's state: CLOSED when the pool holds no breaker for it.
@@ -422,7 +411,7 @@ func (env *scriptedEnv) pairState(exit, origin string) breaker.State {
 }
 
 // exitStatus returns the snapshot of exit's own breaker.
-func (env *scriptedEnv) exitStatus(t *testing.T, exit string) transport.ExitStatus {
+func (env *scriptedEnv) exitStatus(t *testing.T, exit string) pool.ExitStatus {
 	t.Helper()
 	for _, e := range env.pool.Snapshot().Exits {
 		if e.Exit == exit {
@@ -430,11 +419,11 @@ func (env *scriptedEnv) exitStatus(t *testing.T, exit string) transport.ExitStat
 		}
 	}
 	t.Fatalf("no exit %q in the snapshot", exit)
-	return transport.ExitStatus{}
+	return pool.ExitStatus{}
 }
 
 // originStatus returns the snapshot of origin's guard.
-func (env *scriptedEnv) originStatus(t *testing.T, origin string) transport.OriginStatus {
+func (env *scriptedEnv) originStatus(t *testing.T, origin string) pool.OriginStatus {
 	t.Helper()
 	for _, o := range env.pool.Snapshot().Origins {
 		if o.Origin == origin {
@@ -442,7 +431,7 @@ func (env *scriptedEnv) originStatus(t *testing.T, origin string) transport.Orig
 		}
 	}
 	t.Fatalf("no origin %q in the snapshot", origin)
-	return transport.OriginStatus{}
+	return pool.OriginStatus{}
 }
 
 // scriptedObserver records every event.
@@ -450,7 +439,7 @@ type scriptedObserver struct {
 	mu       sync.Mutex
 	started  []transport.AttemptInfo
 	finished []transport.AttemptResult
-	changes  []transport.StateChange
+	changes  []pool.StateChange
 	refused  []error
 	// startCtx, if set, derives the context AttemptStarted returns.
 	startCtx func(ctx context.Context, a transport.AttemptInfo) context.Context
@@ -476,7 +465,12 @@ func (o *scriptedObserver) AttemptFinished(ctx context.Context, r transport.Atte
 	o.mu.Unlock()
 }
 
-func (o *scriptedObserver) StateChanged(c transport.StateChange) {
+// Throttled and ExitRemoved complete pool.Observer: the transport adds the observer to the pool.
+func (o *scriptedObserver) Throttled(context.Context, pool.Throttle) {}
+
+func (o *scriptedObserver) ExitRemoved(*pool.Exit) {}
+
+func (o *scriptedObserver) StateChanged(c pool.StateChange) {
 	o.mu.Lock()
 	o.changes = append(o.changes, c)
 	o.mu.Unlock()
@@ -500,10 +494,10 @@ func (o *scriptedObserver) Finished() []transport.AttemptResult {
 	return append([]transport.AttemptResult(nil), o.finished...)
 }
 
-func (o *scriptedObserver) Changes() []transport.StateChange {
+func (o *scriptedObserver) Changes() []pool.StateChange {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]transport.StateChange(nil), o.changes...)
+	return append([]pool.StateChange(nil), o.changes...)
 }
 
 func (o *scriptedObserver) Refusals() []error {
@@ -513,8 +507,8 @@ func (o *scriptedObserver) Refusals() []error {
 }
 
 // changesFor returns the transitions of one scope and key ("" exit or origin matches any).
-func (o *scriptedObserver) changesFor(scope transport.Scope, exit, origin string) []transport.StateChange {
-	var out []transport.StateChange
+func (o *scriptedObserver) changesFor(scope pool.Scope, exit, origin string) []pool.StateChange {
+	var out []pool.StateChange
 	for _, c := range o.Changes() {
 		if c.Scope != scope {
 			continue

@@ -9,18 +9,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -64,25 +62,13 @@ func socksProxy(t *testing.T, name string, reg *proxytest.Registry) *proxytest.P
 }
 
 // socksExit is the exit scheme://user:pass@addr labelled label.
-func socksExit(t *testing.T, scheme, addr, user, pass, label string) *transport.Exit {
+func socksExit(t *testing.T, scheme, addr, user, pass, label string) *pool.Exit {
 	t.Helper()
 	u := &url.URL{Scheme: scheme, Host: addr}
 	if user != "" {
 		u.User = url.UserPassword(user, pass)
 	}
 	return integExit(t, u, label)
-}
-
-// socksRand is a seeded random source safe for concurrent use, so the spread of exits is the same
-// on every run.
-func socksRand() func() uint64 {
-	var mu sync.Mutex
-	r := rand.New(rand.NewPCG(1, 2))
-	return func() uint64 {
-		mu.Lock()
-		defer mu.Unlock()
-		return r.Uint64()
-	}
 }
 
 // socksLocalhostIsIPv4 skips the test unless this machine resolves "localhost" to 127.0.0.1 first:
@@ -116,7 +102,7 @@ func socksNoSecret(t *testing.T, err error) {
 func TestSOCKSRoutingTruth(t *testing.T) {
 	t.Parallel()
 	socksLocalhostIsIPv4(t)
-	for _, scheme := range []string{transport.SchemeSOCKS5, transport.SchemeSOCKS5H} {
+	for _, scheme := range []string{pool.SchemeSOCKS5, pool.SchemeSOCKS5H} {
 		t.Run(scheme, func(t *testing.T) {
 			t.Parallel()
 			reg := &proxytest.Registry{}
@@ -127,15 +113,15 @@ func TestSOCKSRoutingTruth(t *testing.T) {
 
 			names := []string{scheme + "-a", scheme + "-b", scheme + "-c"}
 			proxies := map[string]*proxytest.Proxy{}
-			var exits []*transport.Exit
+			var exits []*pool.Exit
 			for _, name := range names {
 				p := socksProxy(t, name, reg)
 				proxies[name] = p
 				exits = append(exits, socksExit(t, scheme, p.Addr(), socksUser, socksPass, name))
 			}
-			fc := clock.NewFake(integT0)
-			tr, c := integNew(t, []*httptest.Server{secure}, transport.WithExits(exits...), transport.WithClock(fc),
-				transport.WithSelection(transport.Random), transport.WithRand(socksRand()))
+			fc := newIntegClock()
+			tr, c := integNew(t, []*httptest.Server{secure}, pool.WithExits(exits...), pool.WithClock(fc),
+				pool.WithSelection(pool.Random), pool.WithSeed(1))
 
 			const n = 30
 			used := map[string]int{}
@@ -179,7 +165,7 @@ func TestSOCKSRoutingTruth(t *testing.T) {
 // parked for every origin after that one attempt, and the password appears in no error.
 func TestSOCKSWrongPasswordParksExit(t *testing.T) {
 	t.Parallel()
-	for _, scheme := range []string{transport.SchemeSOCKS5, transport.SchemeSOCKS5H} {
+	for _, scheme := range []string{pool.SchemeSOCKS5, pool.SchemeSOCKS5H} {
 		for _, noCreds := range []bool{false, true} {
 			name := scheme + "/wrong password"
 			if noCreds {
@@ -196,14 +182,14 @@ func TestSOCKSWrongPasswordParksExit(t *testing.T) {
 				if noCreds {
 					user, pass = "", ""
 				}
-				exits := []*transport.Exit{
+				exits := []*pool.Exit{
 					socksExit(t, scheme, rejecting.Addr(), user, pass, "bad").WithTier(0),
 					socksExit(t, scheme, good.Addr(), socksUser, socksPass, "good").WithTier(1),
 				}
 				obs := &integObserver{}
-				fc := clock.NewFake(integT0)
+				fc := newIntegClock()
 				tr, c := integNew(t, []*httptest.Server{secure},
-					transport.WithExits(exits...), transport.WithClock(fc), transport.WithObserver(obs))
+					pool.WithExits(exits...), pool.WithClock(fc), transport.WithObserver(obs))
 
 				r := integGet(c, plain.URL)
 				if r.err == nil {
@@ -211,7 +197,7 @@ func TestSOCKSWrongPasswordParksExit(t *testing.T) {
 				}
 				socksNoSecret(t, r.err)
 				ae := integAttemptError(t, r.err)
-				want := transport.Verdict{Outcome: transport.Permanent, Scope: transport.ScopeExit, Class: transport.ClassProxyAuth}
+				want := pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}
 				if ae.Exit != "bad" || ae.Verdict != want {
 					t.Errorf("AttemptError = {Exit %s, Verdict %+v}, want {bad, %+v} (error: %v)", ae.Exit, ae.Verdict, want, r.err)
 				}
@@ -220,9 +206,9 @@ func TestSOCKSWrongPasswordParksExit(t *testing.T) {
 				}
 
 				es := integExitStatus(t, tr.Pool().Snapshot(), "bad")
-				if es.Breaker.State != breaker.Open || !es.Breaker.Parked || es.Breaker.LastFailure != string(transport.ClassProxyAuth) {
+				if es.Breaker.State != breaker.Open || !es.Breaker.Parked || es.Breaker.LastFailure != string(pool.ClassProxyAuth) {
 					t.Fatalf("exit bad: state %v, parked %t, last failure %q; want open, parked, %q",
-						es.Breaker.State, es.Breaker.Parked, es.Breaker.LastFailure, transport.ClassProxyAuth)
+						es.Breaker.State, es.Breaker.Parked, es.Breaker.LastFailure, pool.ClassProxyAuth)
 				}
 				for i, u := range []string{plain.URL, secure.URL, plain.URL, secure.URL} {
 					if r := integMustGet(t, c, u); r.exit != "good" || r.from != "good" {
@@ -241,7 +227,7 @@ func TestSOCKSWrongPasswordParksExit(t *testing.T) {
 // exit-scoped proxy_refused) by its first refused dial.
 func TestSOCKSRefusedGatewayParksExit(t *testing.T) {
 	t.Parallel()
-	for _, scheme := range []string{transport.SchemeSOCKS5, transport.SchemeSOCKS5H} {
+	for _, scheme := range []string{pool.SchemeSOCKS5, pool.SchemeSOCKS5H} {
 		t.Run(scheme, func(t *testing.T) {
 			t.Parallel()
 			reg := &proxytest.Registry{}
@@ -251,13 +237,13 @@ func TestSOCKSRefusedGatewayParksExit(t *testing.T) {
 				t.Fatal(err)
 			}
 			good := socksProxy(t, "good", reg)
-			exits := []*transport.Exit{
+			exits := []*pool.Exit{
 				socksExit(t, scheme, closed, socksUser, socksPass, "refused").WithTier(0),
 				socksExit(t, scheme, good.Addr(), socksUser, socksPass, "good").WithTier(1),
 			}
 			obs := &integObserver{}
-			fc := clock.NewFake(integT0)
-			tr, c := integNew(t, nil, transport.WithExits(exits...), transport.WithClock(fc), transport.WithObserver(obs))
+			fc := newIntegClock()
+			tr, c := integNew(t, nil, pool.WithExits(exits...), pool.WithClock(fc), transport.WithObserver(obs))
 
 			r := integGet(c, plain.URL)
 			if r.err == nil {
@@ -265,14 +251,14 @@ func TestSOCKSRefusedGatewayParksExit(t *testing.T) {
 			}
 			socksNoSecret(t, r.err)
 			ae := integAttemptError(t, r.err)
-			want := transport.Verdict{Outcome: transport.Permanent, Scope: transport.ScopeExit, Class: transport.ClassProxyRefused}
+			want := pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyRefused}
 			if ae.Exit != "refused" || ae.Verdict != want {
 				t.Errorf("AttemptError = {Exit %s, Verdict %+v}, want {refused, %+v} (error: %v)", ae.Exit, ae.Verdict, want, r.err)
 			}
 			es := integExitStatus(t, tr.Pool().Snapshot(), "refused")
-			if es.Breaker.State != breaker.Open || !es.Breaker.Parked || es.Breaker.LastFailure != string(transport.ClassProxyRefused) {
+			if es.Breaker.State != breaker.Open || !es.Breaker.Parked || es.Breaker.LastFailure != string(pool.ClassProxyRefused) {
 				t.Fatalf("exit refused: state %v, parked %t, last failure %q; want open, parked, %q",
-					es.Breaker.State, es.Breaker.Parked, es.Breaker.LastFailure, transport.ClassProxyRefused)
+					es.Breaker.State, es.Breaker.Parked, es.Breaker.LastFailure, pool.ClassProxyRefused)
 			}
 			if r := integMustGet(t, c, plain.URL); r.exit != "good" || r.from != "good" {
 				t.Errorf("request after the park went via %s (origin saw %s), want good", r.exit, r.from)
@@ -295,18 +281,18 @@ func TestSOCKSOriginDNSFailureIsNeutral(t *testing.T) {
 	plain := socksOrigin(t, reg, false)
 	local := socksProxy(t, "local-dns", reg)
 	remote := socksProxy(t, "remote-dns", reg)
-	exits := []*transport.Exit{
-		socksExit(t, transport.SchemeSOCKS5, local.Addr(), socksUser, socksPass, "local-dns").WithTier(0),
-		socksExit(t, transport.SchemeSOCKS5H, remote.Addr(), socksUser, socksPass, "remote-dns").WithTier(1),
+	exits := []*pool.Exit{
+		socksExit(t, pool.SchemeSOCKS5, local.Addr(), socksUser, socksPass, "local-dns").WithTier(0),
+		socksExit(t, pool.SchemeSOCKS5H, remote.Addr(), socksUser, socksPass, "remote-dns").WithTier(1),
 	}
 	obs := &integObserver{}
-	fc := clock.NewFake(integT0)
+	fc := newIntegClock()
 	// No real DNS in tests: a resolver whose server cannot be reached fails every lookup that
 	// /etc/hosts does not answer, without a packet leaving the machine.
 	offline := &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("no DNS in tests")
 	}}
-	tr, c := integNew(t, nil, transport.WithExits(exits...), transport.WithClock(fc), transport.WithObserver(obs),
+	tr, c := integNew(t, nil, pool.WithExits(exits...), pool.WithClock(fc), transport.WithObserver(obs),
 		transport.WithResolver(offline))
 
 	const unresolvable = "http://no-such-origin.invalid/"
@@ -316,7 +302,7 @@ func TestSOCKSOriginDNSFailureIsNeutral(t *testing.T) {
 	}
 	socksNoSecret(t, r.err)
 	ae := integAttemptError(t, r.err)
-	want := transport.Verdict{Outcome: transport.Neutral, Scope: transport.ScopeOrigin, Class: transport.ClassOriginDNS}
+	want := pool.Verdict{Outcome: pool.Neutral, Scope: pool.ScopeOrigin, Class: pool.ClassOriginDNS}
 	if ae.Exit != "local-dns" || ae.Verdict != want {
 		t.Errorf("AttemptError = {Exit %s, Verdict %+v}, want {local-dns, %+v} (error: %v)", ae.Exit, ae.Verdict, want, r.err)
 	}
@@ -351,8 +337,8 @@ func TestSOCKSOriginDNSFailureIsNeutral(t *testing.T) {
 	}
 	socksNoSecret(t, r.err)
 	ae = integAttemptError(t, r.err)
-	if ae.Exit != "remote-dns" || ae.Verdict.Class == transport.ClassOriginDNS {
-		t.Errorf("AttemptError = {Exit %s, Verdict %+v}, want remote-dns, not %s: the proxy resolves for socks5h", ae.Exit, ae.Verdict, transport.ClassOriginDNS)
+	if ae.Exit != "remote-dns" || ae.Verdict.Class == pool.ClassOriginDNS {
+		t.Errorf("AttemptError = {Exit %s, Verdict %+v}, want remote-dns, not %s: the proxy resolves for socks5h", ae.Exit, ae.Verdict, pool.ClassOriginDNS)
 	}
 	if got := remote.Rejected(); got != 1 {
 		t.Errorf("remote-dns proxy: Rejected() = %d, want 1 (the name reached it and was refused)", got)

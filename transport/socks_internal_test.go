@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/url"
 	"testing"
+
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // socksChunkConn is a net.Conn whose reads return chunks, one per Read, then EOF.
@@ -100,7 +102,7 @@ func FuzzSOCKSWatch(f *testing.F) {
 func TestClassifySOCKSAuthError(t *testing.T) {
 	cause := &net.OpError{Op: "socks connect", Net: "tcp", Err: errors.New("username/password authentication failed")}
 	sae := &socksAuthError{exit: "socks5://u:xxxxx@127.0.0.1:1080", err: cause}
-	want := Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}
+	want := pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}
 	for i, err := range []error{sae, &url.Error{Op: "Get", URL: "http://o.example/", Err: sae}} {
 		if got := classifyError(&Attempt{Err: err}); got != want {
 			t.Errorf("step %d: classifyError(%v) = %+v, want %+v", i, err, got, want)
@@ -108,8 +110,8 @@ func TestClassifySOCKSAuthError(t *testing.T) {
 	}
 	// The same x/net/proxy error unmarked is not an authentication failure: the marking comes from
 	// the wire, never from the message text.
-	if got := classifyError(&Attempt{Err: cause}); got.Class == ClassProxyAuth {
-		t.Errorf("classifyError(unmarked %v) = %+v, want anything but %s", cause, got, ClassProxyAuth)
+	if got := classifyError(&Attempt{Err: cause}); got.Class == pool.ClassProxyAuth {
+		t.Errorf("classifyError(unmarked %v) = %+v, want anything but %s", cause, got, pool.ClassProxyAuth)
 	}
 	if !errors.Is(sae, cause) {
 		t.Errorf("errors.Is(socksAuthError, cause) = false, want true")

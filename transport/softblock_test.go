@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // softblockBody is a response body that counts the bytes read from it and whether it was closed.
@@ -188,7 +190,7 @@ func TestSuspicious(t *testing.T) {
 // checks that at most the peek limit was read before the verdict, and that the caller then reads
 // the body byte for byte, ending in wantErr.
 func softblockPeekCase(t *testing.T, name string, c *StandardClassifier, code int, ct string, body []byte,
-	knownLen bool, wrap func(io.Reader) io.Reader, tail error) (v Verdict, peeked int) {
+	knownLen bool, wrap func(io.Reader) io.Reader, tail error) (v pool.Verdict, peeked int) {
 	t.Helper()
 	var r io.Reader = bytes.NewReader(body)
 	if tail != nil {
@@ -211,10 +213,10 @@ func softblockPeekCase(t *testing.T, name string, c *StandardClassifier, code in
 		limit = DefaultPeekLimit
 	}
 	if sb.n > limit {
-		t.Errorf("%s: Classify read %d bytes before its verdict, want at most %d", name, sb.n, limit)
+		t.Errorf("%s: pool.Classify read %d bytes before its verdict, want at most %d", name, sb.n, limit)
 	}
 	if sb.closed {
-		t.Errorf("%s: Classify closed the body", name)
+		t.Errorf("%s: pool.Classify closed the body", name)
 	}
 	got, err := io.ReadAll(a.Response.Body)
 	if !bytes.Equal(got, body) {
@@ -229,7 +231,7 @@ func softblockPeekCase(t *testing.T, name string, c *StandardClassifier, code in
 		t.Errorf("%s: caller's read ended with %v, want %v", name, err, wantErr)
 	}
 	if err := a.Response.Body.Close(); err != nil || !sb.closed {
-		t.Errorf("%s: Body.Close() after Classify = %v, closed the original %v, want nil, true", name, err, sb.closed)
+		t.Errorf("%s: Body.Close() after pool.Classify = %v, closed the original %v, want nil, true", name, err, sb.closed)
 	}
 	return v, peeked
 }
@@ -266,8 +268,8 @@ func TestPeekKeepsBodyIntact(t *testing.T) {
 					for _, code := range []int{403, 429, 503} {
 						name := fmt.Sprintf("limit %d, %d bytes, %s, known length %v, %d", limit, size, wname, knownLen, code)
 						v, _ := softblockPeekCase(t, name, c, code, "text/html", body, knownLen, wrap, nil)
-						if v.Class == ClassBodyRead || v.Class == ClassBlocked {
-							t.Errorf("%s: Classify = %+v, want no body_read or blocked verdict", name, v)
+						if v.Class == pool.ClassBodyRead || v.Class == pool.ClassBlocked {
+							t.Errorf("%s: pool.Classify = %+v, want no body_read or blocked verdict", name, v)
 						}
 					}
 				}
@@ -283,7 +285,7 @@ func TestPeekReadsAtMostTheLimit(t *testing.T) {
 			name := fmt.Sprintf("limit %d, known length %v", limit, knownLen)
 			_, peeked := softblockPeekCase(t, name, c, 403, "text/html", softblockPattern(10*limit+3), knownLen, nil, nil)
 			if peeked != limit {
-				t.Errorf("%s: Classify read %d bytes, want exactly %d", name, peeked, limit)
+				t.Errorf("%s: pool.Classify read %d bytes, want exactly %d", name, peeked, limit)
 			}
 		}
 	}
@@ -291,7 +293,7 @@ func TestPeekReadsAtMostTheLimit(t *testing.T) {
 	_, peeked := softblockPeekCase(t, "limit 0", &StandardClassifier{Detectors: DefaultDetectors},
 		403, "text/html", softblockPattern(3*DefaultPeekLimit), false, nil, nil)
 	if peeked != DefaultPeekLimit {
-		t.Errorf("PeekLimit 0: Classify read %d bytes, want DefaultPeekLimit (%d)", peeked, DefaultPeekLimit)
+		t.Errorf("PeekLimit 0: pool.Classify read %d bytes, want DefaultPeekLimit (%d)", peeked, DefaultPeekLimit)
 	}
 }
 
@@ -301,17 +303,17 @@ func TestPeekSkipsOrdinaryResponses(t *testing.T) {
 		code     int
 		ct       string
 		knownLen bool
-		want     Verdict
+		want     pool.Verdict
 	}{
-		{200, "application/json", true, Verdict{Outcome: Success, Class: ClassOK}},
-		{200, "text/html", false, Verdict{Outcome: Success, Class: ClassOK}},
-		{200, "image/png", true, Verdict{Outcome: Success, Class: ClassOK}},
-		{404, "text/html", true, Verdict{Outcome: Success, Class: ClassOrigin4xx}},
-		{301, "text/html", true, Verdict{Outcome: Success, Class: ClassOK}},
-		{500, "text/html", true, Verdict{Outcome: Neutral, Class: ClassOriginError}},
-		{502, "text/html", true, Verdict{Outcome: Transient, Class: ClassOrigin5xx, Soft: true}},
-		{504, "text/html", true, Verdict{Outcome: Transient, Class: ClassOrigin5xx, Soft: true}},
-		{407, "text/html", true, Verdict{Outcome: Permanent, Scope: ScopeExit, Class: ClassProxyAuth}},
+		{200, "application/json", true, pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}},
+		{200, "text/html", false, pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}},
+		{200, "image/png", true, pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}},
+		{404, "text/html", true, pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}},
+		{301, "text/html", true, pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}},
+		{500, "text/html", true, pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassOriginError}},
+		{502, "text/html", true, pool.Verdict{Outcome: pool.Transient, Class: pool.ClassOrigin5xx, Soft: true}},
+		{504, "text/html", true, pool.Verdict{Outcome: pool.Transient, Class: pool.ClassOrigin5xx, Soft: true}},
+		{407, "text/html", true, pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}},
 	}
 	for _, tt := range tests {
 		name := fmt.Sprintf("%d %s known length %v", tt.code, tt.ct, tt.knownLen)
@@ -323,10 +325,10 @@ func TestPeekSkipsOrdinaryResponses(t *testing.T) {
 		}
 		a := classifyRespAttempt(resp)
 		if got := DefaultClassifier.Classify(a); got != tt.want {
-			t.Errorf("%s: Classify = %+v, want %+v", name, got, tt.want)
+			t.Errorf("%s: pool.Classify = %+v, want %+v", name, got, tt.want)
 		}
 		if sb.n != 0 || a.Response.Body != io.ReadCloser(sb) {
-			t.Errorf("%s: Classify read %d bytes (body replaced: %v), want 0 and the body untouched",
+			t.Errorf("%s: pool.Classify read %d bytes (body replaced: %v), want 0 and the body untouched",
 				name, sb.n, a.Response.Body != io.ReadCloser(sb))
 		}
 	}
@@ -336,7 +338,7 @@ func TestPeekSkipsOrdinaryResponses(t *testing.T) {
 	resp.Body, resp.ContentLength = sb, smallPage+1
 	DefaultClassifier.Classify(classifyRespAttempt(resp))
 	if sb.n != 0 {
-		t.Errorf("Classify(200 html, length %d) read %d bytes, want 0", smallPage+1, sb.n)
+		t.Errorf("pool.Classify(200 html, length %d) read %d bytes, want 0", smallPage+1, sb.n)
 	}
 }
 
@@ -346,8 +348,8 @@ func TestPeekErrorAfterThePeekReachesTheCaller(t *testing.T) {
 		name := fmt.Sprintf("known length %v", knownLen)
 		body := softblockPattern(200)
 		v, _ := softblockPeekCase(t, name, c, 403, "text/html", body, knownLen, nil, errSoftblockBoom)
-		if want := (Verdict{Outcome: Success, Class: ClassOrigin4xx}); v != want {
-			t.Errorf("%s: Classify(403, dies after the peek) = %+v, want %+v", name, v, want)
+		if want := (pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}); v != want {
+			t.Errorf("%s: pool.Classify(403, dies after the peek) = %+v, want %+v", name, v, want)
 		}
 	}
 }
@@ -366,12 +368,12 @@ func TestPeekErrorInsideThePeek(t *testing.T) {
 			}
 			a := classifyRespAttempt(resp)
 			a.CallerDone = callerDone
-			want := Verdict{Outcome: Transient, Class: ClassBodyRead, ConnLevel: true}
+			want := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBodyRead, ConnLevel: true}
 			if callerDone {
-				want = Verdict{Outcome: Neutral, Class: ClassCanceled}
+				want = pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}
 			}
 			if got := c.Classify(a); got != want {
-				t.Errorf("%s: Classify(403, dies inside the peek) = %+v, want %+v", name, got, want)
+				t.Errorf("%s: pool.Classify(403, dies inside the peek) = %+v, want %+v", name, got, want)
 			}
 			got, err := io.ReadAll(a.Response.Body)
 			if !bytes.Equal(got, body) || err != errSoftblockBoom {
@@ -390,12 +392,12 @@ func TestPeekNoBody(t *testing.T) {
 		resp := classifyResp(403, "", false, "Cf-Mitigated", "challenge")
 		resp.Body = body
 		a := classifyRespAttempt(resp)
-		want := Verdict{Outcome: Transient, Class: ClassBlocked, Detector: "cloudflare"}
+		want := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked, Detector: "cloudflare"}
 		if got := DefaultClassifier.Classify(a); got != want {
-			t.Errorf("Classify(403 cf-mitigated, body %v) = %+v, want %+v", body, got, want)
+			t.Errorf("pool.Classify(403 cf-mitigated, body %v) = %+v, want %+v", body, got, want)
 		}
 		if a.Response.Body != body {
-			t.Errorf("Classify(403, body %v) replaced the body with %v", body, a.Response.Body)
+			t.Errorf("pool.Classify(403, body %v) replaced the body with %v", body, a.Response.Body)
 		}
 	}
 	var seen *Sample
@@ -436,9 +438,9 @@ func TestPeekTruncatedBodyIsNotComplete(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	a := classifyRespAttempt(resp)
-	want := Verdict{Outcome: Transient, Class: ClassBodyRead, ConnLevel: true}
+	want := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBodyRead, ConnLevel: true}
 	if got := DefaultClassifier.Classify(a); got != want {
-		t.Errorf("Classify(200 html cut short of its Content-Length) = %+v, want %+v", got, want)
+		t.Errorf("pool.Classify(200 html cut short of its Content-Length) = %+v, want %+v", got, want)
 	}
 	got, err := io.ReadAll(a.Response.Body)
 	if string(got) != partial || err != io.ErrUnexpectedEOF {
@@ -454,11 +456,11 @@ func TestPeekBodyExactlyTheLimitIsComplete(t *testing.T) {
 	body += strings.Repeat(" ", limit-len(body))
 	c := &StandardClassifier{Detectors: DefaultDetectors, PeekLimit: limit}
 	v, peeked := softblockPeekCase(t, "exactly the limit", c, 200, "text/html", []byte(body), true, nil, nil)
-	if want := (Verdict{Outcome: Transient, Class: ClassBlocked, Detector: "captcha"}); v != want {
-		t.Errorf("Classify(200 html captcha page of exactly %d bytes) = %+v, want %+v", limit, v, want)
+	if want := (pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked, Detector: "captcha"}); v != want {
+		t.Errorf("pool.Classify(200 html captcha page of exactly %d bytes) = %+v, want %+v", limit, v, want)
 	}
 	if peeked != limit {
-		t.Errorf("Classify read %d bytes, want %d", peeked, limit)
+		t.Errorf("pool.Classify read %d bytes, want %d", peeked, limit)
 	}
 	// Without a Content-Length the classifier cannot know it has it all.
 	var complete bool

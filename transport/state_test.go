@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -31,7 +32,7 @@ func TestStateSurvivesARestart(t *testing.T) {
 		t.Fatal("setup: x0 not parked or (x1, a.example) not open")
 	}
 	env.clock.Advance(time.Minute)
-	saved := env.pool.SaveState(env.clock.Now())
+	saved := env.pool.Save(env.clock.Now())
 	data, err := json.Marshal(saved)
 	if err != nil {
 		t.Fatal(err)
@@ -39,14 +40,14 @@ func TestStateSurvivesARestart(t *testing.T) {
 	if strings.Contains(string(data), "pw-") {
 		t.Fatalf("saved state shows a password: %s", data)
 	}
-	var loaded transport.State
+	var loaded pool.SavedState
 	if err := json.Unmarshal(data, &loaded); err != nil {
 		t.Fatal(err)
 	}
 
 	fresh := newTestPoolEnv(t, scriptedExits("x", 3))
 	fresh.clock.Set(env.clock.Now())
-	applied, skipped, err := fresh.pool.RestoreState(fresh.clock.Now(), loaded)
+	applied, skipped, err := fresh.pool.Restore(fresh.clock.Now(), loaded)
 	if err != nil || applied != 2 || skipped != 0 {
 		t.Fatalf("RestoreState = %d applied, %d skipped, %v; want 2, 0, nil", applied, skipped, err)
 	}
@@ -65,16 +66,16 @@ func TestStateSurvivesARestart(t *testing.T) {
 	}
 	// Past the pair's window, it admits a probe: the restored window was the remaining one.
 	fresh.clock.Set(before.Breaker.NextProbe)
-	if due := fresh.pool.DueProbes(fresh.clock.Now()); !hasTarget(due, transport.ScopePair, "x1", stateOriginA) {
+	if due := fresh.pool.DueProbes(fresh.clock.Now()); !hasTarget(due, pool.ScopePair, "x1", stateOriginA) {
 		t.Errorf("DueProbes at the pair's probe time = %+v, want (x1, a.example)", due)
 	}
 
 	// Another version is refused whole; unknown exits are skipped.
-	if _, _, err := fresh.pool.RestoreState(fresh.clock.Now(), transport.State{Version: 99}); err == nil {
+	if _, _, err := fresh.pool.Restore(fresh.clock.Now(), pool.SavedState{Version: 99}); err == nil {
 		t.Error("RestoreState of version 99 = nil error")
 	}
-	_, skipped, _ = fresh.pool.RestoreState(fresh.clock.Now(), transport.State{Version: transport.StateVersion,
-		Breakers: []transport.SavedBreaker{{Scope: transport.ScopeExit, Exit: "nope", Saved: breaker.Saved{State: breaker.Open}}}})
+	_, skipped, _ = fresh.pool.Restore(fresh.clock.Now(), pool.SavedState{Version: pool.SavedStateVersion,
+		Breakers: []pool.SavedBreaker{{Scope: pool.ScopeExit, Exit: "nope", Saved: breaker.Saved{State: breaker.Open}}}})
 	if skipped != 1 {
 		t.Errorf("skipped = %d for an unknown exit, want 1", skipped)
 	}
@@ -89,7 +90,7 @@ func exitParked(env *scriptedEnv, label string) bool {
 	return false
 }
 
-func hasTarget(ts []transport.ProbeTarget, scope transport.Scope, exit, origin string) bool {
+func hasTarget(ts []pool.ProbeTarget, scope pool.Scope, exit, origin string) bool {
 	for _, tg := range ts {
 		l := ""
 		if tg.Exit != nil {
@@ -108,19 +109,19 @@ func hasTarget(ts []transport.ProbeTarget, scope transport.Scope, exit, origin s
 func TestPinExitProbesThroughThePermitPath(t *testing.T) {
 	env := newTestPoolEnv(t, scriptedExits("x", 3))
 	for range 10 {
-		label, _ := env.mustGet(t, transport.PinExit(context.Background(), "x2"), stateURLA)
+		label, _ := env.mustGet(t, transport.ContextWithExit(context.Background(), "x2"), stateURLA)
 		if label != "x2" {
 			t.Fatalf("pinned request went through %s, want x2", label)
 		}
 	}
 	env.base.on("x2", stateOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(60)})
-	env.mustGet(t, transport.PinExit(context.Background(), "x2"), stateURLA)
+	env.mustGet(t, transport.ContextWithExit(context.Background(), "x2"), stateURLA)
 	env.base.reset()
-	_, _, err := env.get(t, transport.PinExit(context.Background(), "x2"), stateURLA)
-	if !errors.Is(err, transport.ErrNoHealthyExit) {
+	_, _, err := env.get(t, transport.ContextWithExit(context.Background(), "x2"), stateURLA)
+	if !errors.Is(err, pool.ErrNoHealthyExit) {
 		t.Fatalf("pinned request to an OPEN pair: err = %v, want ErrNoHealthyExit", err)
 	}
-	if _, _, err := env.get(t, transport.PinExit(context.Background(), "nope"), stateURLA); err == nil || !strings.Contains(err.Error(), `no exit labelled "nope"`) {
+	if _, _, err := env.get(t, transport.ContextWithExit(context.Background(), "nope"), stateURLA); err == nil || !strings.Contains(err.Error(), `no exit labelled "nope"`) {
 		t.Errorf("pinned to an unknown exit: err = %v", err)
 	}
 
@@ -131,7 +132,7 @@ func TestPinExitProbesThroughThePermitPath(t *testing.T) {
 	calls := env.base.count("x2", stateOriginA)
 	held := make(chan string, 1)
 	go func() {
-		label, _, _ := env.get(t, transport.PinExit(context.Background(), "x2"), stateURLA)
+		label, _, _ := env.get(t, transport.ContextWithExit(context.Background(), "x2"), stateURLA)
 		held <- label
 	}()
 	for deadline := time.Now().Add(10 * time.Second); env.base.count("x2", stateOriginA) == calls; {
@@ -140,10 +141,10 @@ func TestPinExitProbesThroughThePermitPath(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // a hand-off between goroutines, not a wait for state
 	}
-	if due := env.pool.DueProbes(env.clock.Now()); hasTarget(due, transport.ScopePair, "x2", stateOriginA) {
+	if due := env.pool.DueProbes(env.clock.Now()); hasTarget(due, pool.ScopePair, "x2", stateOriginA) {
 		t.Errorf("DueProbes lists (x2, a.example) while its probe is out")
 	}
-	if _, _, err := env.get(t, transport.PinExit(context.Background(), "x2"), stateURLA); !errors.Is(err, transport.ErrNoHealthyExit) {
+	if _, _, err := env.get(t, transport.ContextWithExit(context.Background(), "x2"), stateURLA); !errors.Is(err, pool.ErrNoHealthyExit) {
 		t.Errorf("second pinned probe: err = %v, want ErrNoHealthyExit (the slot is taken)", err)
 	}
 	close(hold)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -124,7 +125,7 @@ func TestStressProbeLimitAndNoLeaks(t *testing.T) {
 		perG       = 300
 		origins    = 6
 	)
-	var exits []*transport.Exit
+	var exits []*pool.Exit
 	exits = append(exits, scriptedExits("t0-", 6)...)
 	for _, e := range scriptedExits("t1-", 4) {
 		exits = append(exits, e.WithTier(1))
@@ -132,9 +133,8 @@ func TestStressProbeLimitAndNoLeaks(t *testing.T) {
 	tracker := &stressTracker{live: map[string][]*stressProbe{}}
 	env := newTestPoolEnv(t, exits,
 		transport.WithObserver(tracker),
-		transport.WithBreakerSettings(breaker.Settings{HalfOpenProbes: 1, ProbeLease: stressLease}),
-		transport.WithIdleTTL(10*time.Minute), // background sweeps run during the test
-		transport.WithRand(rand.Uint64),
+		pool.WithPairSettings(breaker.Settings{HalfOpenProbes: 1, ProbeLease: stressLease}),
+		pool.WithIdleTTL(10*time.Minute), // background sweeps run during the test
 	)
 	env.base.onReturn = func(req *http.Request, resp *http.Response, err error) {
 		if stressFinishedAtHeaders(resp, err) {
@@ -207,9 +207,9 @@ func TestStressProbeLimitAndNoLeaks(t *testing.T) {
 					ctx, stop = context.WithTimeout(ctx, time.Millisecond) // the base hangs until it passes
 					defer stop()
 				case m < 12:
-					ctx = transport.WithSession(ctx, fmt.Sprint("s", g))
+					ctx = transport.ContextWithSession(ctx, fmt.Sprint("s", g))
 				case m < 20:
-					ctx = transport.WithRetries(ctx)
+					ctx = transport.ContextWithRetries(ctx)
 				}
 				url := fmt.Sprintf("http://o%d.example/", rng.IntN(origins))
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -219,9 +219,9 @@ func TestStressProbeLimitAndNoLeaks(t *testing.T) {
 				}
 				if err != nil {
 					var ae *transport.AttemptError
-					var nh *transport.NoHealthyExitError
+					var nh *pool.NoHealthyExitError
 					switch {
-					case errors.As(err, &ae), errors.Is(err, transport.ErrOriginUnhealthy):
+					case errors.As(err, &ae), errors.Is(err, pool.ErrOriginUnhealthy):
 					case errors.As(err, &nh):
 						if nh.RetryIn < 0 {
 							report("NoHealthyExitError.RetryIn = %v", nh.RetryIn)

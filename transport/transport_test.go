@@ -9,11 +9,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -119,10 +121,10 @@ func TestTransportClosesRequestBodyOnEveryPath(t *testing.T) {
 				env.get(t, nil, trURLA)
 			}
 			env.base.reset()
-		}, trURLA, transport.ErrNoHealthyExit},
+		}, trURLA, pool.ErrNoHealthyExit},
 		{"origin_unhealthy", func(t *testing.T, env *scriptedEnv) {
 			guardTrip(t, env, trURLA, trOriginA, scriptedReply{Status: 503})
-		}, trURLA, transport.ErrOriginUnhealthy},
+		}, trURLA, pool.ErrOriginUnhealthy},
 		{"closed", func(_ *testing.T, env *scriptedEnv) { env.tr.Close() }, trURLA, transport.ErrClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,7 +189,7 @@ func TestTransportMisbehavingBase(t *testing.T) {
 	t.Run("response_and_error", func(t *testing.T) {
 		env := newTestPoolEnv(t, scriptedExits("x", 1))
 		baseBody := &scriptedBody{ctx: context.Background(), data: "x"}
-		env.tr, _ = transport.New(transport.WithPool(env.pool), transport.WithBase(transportRTFunc(func(r *http.Request) (*http.Response, error) {
+		env.tr, _ = build((env.pool), transport.WithBase(transportRTFunc(func(r *http.Request) (*http.Response, error) {
 			return &http.Response{StatusCode: 200, Body: baseBody, Request: r, Header: http.Header{}}, scriptedResetErr
 		})))
 		resp, _, err := env.do(t, nil, trURLA)
@@ -203,7 +205,7 @@ func TestTransportMisbehavingBase(t *testing.T) {
 	})
 	t.Run("nil_body", func(t *testing.T) {
 		env := newTestPoolEnv(t, scriptedExits("x", 1))
-		env.tr, _ = transport.New(transport.WithPool(env.pool), transport.WithBase(transportRTFunc(func(r *http.Request) (*http.Response, error) {
+		env.tr, _ = build((env.pool), transport.WithBase(transportRTFunc(func(r *http.Request) (*http.Response, error) {
 			return &http.Response{StatusCode: 204, Request: r, Header: http.Header{}}, nil
 		})))
 		resp, _, err := env.do(t, nil, trURLA)
@@ -221,7 +223,7 @@ func TestTransportMisbehavingBase(t *testing.T) {
 	// Regression: a base answering (nil, nil) made the classifier dereference a nil response.
 	t.Run("nil_response_nil_error", func(t *testing.T) {
 		env := newTestPoolEnv(t, scriptedExits("x", 1))
-		env.tr, _ = transport.New(transport.WithPool(env.pool), transport.WithBase(transportRTFunc(func(*http.Request) (*http.Response, error) {
+		env.tr, _ = build((env.pool), transport.WithBase(transportRTFunc(func(*http.Request) (*http.Response, error) {
 			return nil, nil
 		})))
 		resp, _, err := env.do(t, nil, trURLA)
@@ -235,7 +237,7 @@ func TestTransportMisbehavingBase(t *testing.T) {
 	// Regression: a base without resp.Request made ExitFromResponse return nil.
 	t.Run("no_response_request", func(t *testing.T) {
 		env := newTestPoolEnv(t, scriptedExits("x", 1))
-		env.tr, _ = transport.New(transport.WithPool(env.pool), transport.WithBase(transportRTFunc(func(*http.Request) (*http.Response, error) {
+		env.tr, _ = build((env.pool), transport.WithBase(transportRTFunc(func(*http.Request) (*http.Response, error) {
 			return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}, nil
 		})))
 		resp, label, err := env.do(t, nil, trURLA)
@@ -255,7 +257,7 @@ func TestTransportMisbehavingBase(t *testing.T) {
 		env.base.reset()
 		p, _ := env.pair("x0", trOriginA)
 		env.advancePast(p.Breaker.NextProbe)
-		panicky, _ := transport.New(transport.WithPool(env.pool), transport.WithBase(transportRTFunc(func(*http.Request) (*http.Response, error) {
+		panicky, _ := build((env.pool), transport.WithBase(transportRTFunc(func(*http.Request) (*http.Response, error) {
 			panic("base exploded")
 		})))
 		func() {
@@ -342,7 +344,7 @@ func TestTransportSuccessVerdictAtBodyEnd(t *testing.T) {
 			resp.Body.Close()
 			resp.Body.Close()
 			f := env.obs.Finished()
-			if len(f) != 1 || f[0].Verdict.Outcome != transport.Success || f[0].StatusCode != 200 {
+			if len(f) != 1 || f[0].Verdict.Outcome != pool.Success || f[0].StatusCode != 200 {
 				t.Fatalf("AttemptFinished = %+v, want one success with status 200", f)
 			}
 			if n := env.exitStatus(t, "x0").InFlight; n != 0 {
@@ -371,7 +373,7 @@ func TestTransportBodyDyingMidReadCountsOnce(t *testing.T) {
 	if len(f) != 1 {
 		t.Fatalf("AttemptFinished called %d times, want 1", len(f))
 	}
-	if v := f[0].Verdict; v.Outcome != transport.Transient || v.Class != transport.ClassBodyRead || !v.ConnLevel {
+	if v := f[0].Verdict; v.Outcome != pool.Transient || v.Class != pool.ClassBodyRead || !v.ConnLevel {
 		t.Errorf("verdict = %+v, want transient body_read, connection level", v)
 	}
 	p, _ := env.pair("x0", trOriginA)
@@ -402,7 +404,7 @@ func TestTransportCallerCancelMidBodyIsNeutral(t *testing.T) {
 	}
 	resp.Body.Close()
 	f := env.obs.Finished()
-	if len(f) != 1 || f[0].Verdict.Outcome != transport.Neutral || f[0].Verdict.Class != transport.ClassCanceled {
+	if len(f) != 1 || f[0].Verdict.Outcome != pool.Neutral || f[0].Verdict.Class != pool.ClassCanceled {
 		t.Fatalf("AttemptFinished = %+v, want one neutral canceled", f)
 	}
 	p, _ := env.pair("x0", trOriginA)
@@ -415,12 +417,20 @@ func TestTransportHeaderTimeout(t *testing.T) {
 	t.Run("transport_timeout_blames_exit", func(t *testing.T) {
 		env := newTestPoolEnv(t, scriptedExits("x", 1), transport.WithHeaderTimeout(50*time.Millisecond))
 		env.base.on("*", "*", scriptedReply{Hang: true})
+		// The header timeout runs on the pool's clock: once the attempt hangs with its timer set,
+		// move the clock past it.
+		go func() {
+			for env.clock.Timers() == 0 {
+				runtime.Gosched()
+			}
+			env.clock.Advance(50 * time.Millisecond)
+		}()
 		_, _, err := env.do(t, nil, trURLA)
 		var ae *transport.AttemptError
 		if !errors.As(err, &ae) {
 			t.Fatalf("err = %v, want *AttemptError", err)
 		}
-		if ae.Verdict.Outcome != transport.Transient || ae.Verdict.Class != transport.ClassTimeout {
+		if ae.Verdict.Outcome != pool.Transient || ae.Verdict.Class != pool.ClassTimeout {
 			t.Errorf("verdict = %+v, want transient timeout", ae.Verdict)
 		}
 		if ae.Exit != "x0" || ae.Origin != trOriginA {
@@ -470,7 +480,7 @@ func TestTransportHeaderTimeout(t *testing.T) {
 			if !errors.As(err, &ae) {
 				t.Fatalf("err = %v, want *AttemptError", err)
 			}
-			if ae.Verdict.Outcome != transport.Neutral || ae.Verdict.Class != transport.ClassCanceled {
+			if ae.Verdict.Outcome != pool.Neutral || ae.Verdict.Class != pool.ClassCanceled {
 				t.Errorf("verdict = %+v, want neutral canceled", ae.Verdict)
 			}
 			if !errors.Is(err, tc.want) {
@@ -506,7 +516,7 @@ func TestTransportObserver(t *testing.T) {
 	env.get(t, nil, trURLA)
 	env.base.on("*", trOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(60)})
 	env.get(t, nil, trURLA)
-	if _, _, err := env.get(t, nil, trURLA); !errors.Is(err, transport.ErrNoHealthyExit) {
+	if _, _, err := env.get(t, nil, trURLA); !errors.Is(err, pool.ErrNoHealthyExit) {
 		t.Fatalf("after the 429: err = %v, want ErrNoHealthyExit", err)
 	}
 	env.base.on("*", trOriginB, scriptedReply{Status: 407})
@@ -518,15 +528,15 @@ func TestTransportObserver(t *testing.T) {
 	}
 	want := []struct {
 		origin            string
-		outcome           transport.Outcome
-		class             transport.Class
+		outcome           pool.Outcome
+		class             pool.Class
 		status            int
 		pairAfter, exitAf breaker.State
 	}{
-		{trOriginA, transport.Success, transport.ClassOK, 200, breaker.Closed, breaker.Closed},
-		{trOriginA, transport.Transient, transport.ClassTimeout, 0, breaker.Closed, breaker.Closed},
-		{trOriginA, transport.Transient, transport.ClassRateLimited, 429, breaker.Open, breaker.Closed},
-		{trOriginB, transport.Permanent, transport.ClassProxyAuth, 407, breaker.Closed, breaker.Open},
+		{trOriginA, pool.Success, pool.ClassOK, 200, breaker.Closed, breaker.Closed},
+		{trOriginA, pool.Transient, pool.ClassTimeout, 0, breaker.Closed, breaker.Closed},
+		{trOriginA, pool.Transient, pool.ClassRateLimited, 429, breaker.Open, breaker.Closed},
+		{trOriginB, pool.Permanent, pool.ClassProxyAuth, 407, breaker.Closed, breaker.Open},
 	}
 	for i, w := range want {
 		s, f := started[i], finished[i]
@@ -544,14 +554,14 @@ func TestTransportObserver(t *testing.T) {
 			t.Errorf("attempt %d: AttemptFinished did not get the context AttemptStarted returned", i)
 		}
 	}
-	if r := env.obs.Refusals(); len(r) != 1 || !errors.Is(r[0], transport.ErrNoHealthyExit) {
+	if r := env.obs.Refusals(); len(r) != 1 || !errors.Is(r[0], pool.ErrNoHealthyExit) {
 		t.Errorf("Refused = %v, want one ErrNoHealthyExit", r)
 	}
-	pc := env.obs.changesFor(transport.ScopePair, "x0", trOriginA)
+	pc := env.obs.changesFor(pool.ScopePair, "x0", trOriginA)
 	if len(pc) != 1 || pc[0].From != breaker.Closed || pc[0].To != breaker.Open || pc[0].Cause != breaker.CauseRetryAfter {
 		t.Errorf("pair state changes = %+v, want one closed→open (retry_after)", pc)
 	}
-	ec := env.obs.changesFor(transport.ScopeExit, "x0", "")
+	ec := env.obs.changesFor(pool.ScopeExit, "x0", "")
 	if len(ec) != 1 || ec[0].To != breaker.Open || !ec[0].Parked || ec[0].Origin != "" {
 		t.Errorf("exit state changes = %+v, want one parking", ec)
 	}
@@ -560,7 +570,7 @@ func TestTransportObserver(t *testing.T) {
 func TestTransportObserverOriginStateChange(t *testing.T) {
 	env := newTestPoolEnv(t, scriptedExits("x", 3))
 	guardTrip(t, env, trURLA, trOriginA, scriptedReply{Status: 503})
-	oc := env.obs.changesFor(transport.ScopeOrigin, "", trOriginA)
+	oc := env.obs.changesFor(pool.ScopeOrigin, "", trOriginA)
 	if len(oc) != 1 || oc[0].Exit != nil || oc[0].To != breaker.Open {
 		t.Fatalf("origin state changes = %+v, want one closed→open without an exit", oc)
 	}
@@ -572,14 +582,14 @@ func TestVerdictFromResponse(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		reply    scriptedReply
-		class    transport.Class
-		outcome  transport.Outcome
+		class    pool.Class
+		outcome  pool.Outcome
 		detector string
 	}{
-		{"ok", scriptedReply{Body: "fine"}, transport.ClassOK, transport.Success, ""},
-		{"429", scriptedReply{Status: 429, Header: scriptedRetryAfter(5)}, transport.ClassRateLimited, transport.Transient, ""},
-		{"challenge", scriptedReply{Status: 403, Header: http.Header{"Cf-Mitigated": {"challenge"}}}, transport.ClassBlocked, transport.Transient, "cloudflare"},
-		{"407", scriptedReply{Status: 407}, transport.ClassProxyAuth, transport.Permanent, ""},
+		{"ok", scriptedReply{Body: "fine"}, pool.ClassOK, pool.Success, ""},
+		{"429", scriptedReply{Status: 429, Header: scriptedRetryAfter(5)}, pool.ClassRateLimited, pool.Transient, ""},
+		{"challenge", scriptedReply{Status: 403, Header: http.Header{"Cf-Mitigated": {"challenge"}}}, pool.ClassBlocked, pool.Transient, "cloudflare"},
+		{"407", scriptedReply{Status: 407}, pool.ClassProxyAuth, pool.Permanent, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newTestPoolEnv(t, scriptedExits("x", 1))
@@ -617,7 +627,7 @@ func (cancelAwareBase) RoundTrip(r *http.Request) (*http.Response, error) {
 // Request.Cancel as well as ending the context; when the channel won, the caller's timeout was
 // blamed on the exit.
 func TestClientTimeoutIsTheCallers(t *testing.T) {
-	tr, err := transport.New(transport.WithExits(scriptedExits("x", 1)...), transport.WithBase(cancelAwareBase{}),
+	tr, err := build(pool.WithExits(scriptedExits("x", 1)...), transport.WithBase(cancelAwareBase{}),
 		transport.WithHeaderTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)

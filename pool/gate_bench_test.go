@@ -1,4 +1,4 @@
-package transport
+package pool
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func BenchmarkPickGate(b *testing.B) {
 		if c.limits != nil {
 			opts = append(opts, WithRateLimits(*c.limits))
 		}
-		p, err := NewPool(opts...)
+		p, err := New(opts...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -36,22 +36,22 @@ func BenchmarkPickGate(b *testing.B) {
 		b.Run(c.name+"/mode=serial", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				t, err := p.pick(ctx, now, "shop.example")
+				t, err := p.PickAt(ctx, now, Request{Origin: "shop.example"})
 				if err != nil {
 					b.Fatal(err)
 				}
-				p.release(now, &t)
+				t.ReleaseAt(now)
 			}
 		})
 		b.Run(c.name+"/mode=parallel", func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					t, err := p.pick(ctx, now, "shop.example")
+					t, err := p.PickAt(ctx, now, Request{Origin: "shop.example"})
 					if err != nil {
 						panic(err) // cannot happen: buckets never run dry
 					}
-					p.release(now, &t)
+					t.ReleaseAt(now)
 				}
 			})
 		})
