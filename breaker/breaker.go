@@ -24,8 +24,8 @@ type Breaker struct {
 	// which keeps the pool's peeks at mostly-CLOSED breakers from writing to (and, across cores,
 	// bouncing) the breaker's cache line — and it gives a lock-free CLOSED permit the exact
 	// generation it was admitted in.
-	word atomic.Uint64
-	gen  uint64
+	word      atomic.Uint64
+	gen       uint64
 	level     int // backoff level of the last trip; decays while CLOSED
 	trips     uint32
 	softAt    int64 // when a soft failure began waiting for its other half; 0 if none

@@ -418,7 +418,10 @@ func (p *Pool) Sweep(now time.Time) {
 	for _, o := range p.originList() {
 		o.mu.Lock()
 		for id, pr := range o.pairs {
-			if pr.exit.removed.Load() || (pr.b.Idle(now, p.idleTTL) && !pr.pace.Throttled()) {
+			// An OPEN pair whose exit is itself out of CLOSED is not idle, whatever its breaker
+			// says: nothing could probe it. Forgetting it would bring it back fresh, at level 0.
+			blocked := o.open.get(id) && p.exitOpen.get(id)
+			if pr.exit.removed.Load() || (!blocked && pr.b.Idle(now, p.idleTTL) && !pr.pace.Throttled()) {
 				delete(o.pairs, id)
 				o.open.set(id, false)
 				o.limited.set(id, false)

@@ -1,0 +1,170 @@
+package pool_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
+)
+
+var leaseT0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+var (
+	okVerdict      = pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}
+	timeoutVerdict = pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout}
+	exitDown       = pool.Verdict{Outcome: pool.Transient, Scope: pool.ScopeExit, Class: pool.ClassConnection}
+)
+
+// newLeasePool is a one-exit pool on a fake clock whose pair and exit breakers trip on one failure
+// and wait exactly 10 s.
+func newLeasePool(t *testing.T) (*pool.Pool, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(leaseT0)
+	s := breaker.Settings{FailureThreshold: 1, BaseCooldown: 10 * time.Second, Jitter: -1}
+	p, err := pool.New(
+		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("x")),
+		pool.WithClock(clk), pool.WithSeed(7),
+		pool.WithPairSettings(s), pool.WithExitSettings(s),
+		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, clk
+}
+
+func mustPick(t *testing.T, p *pool.Pool, origin string) pool.Lease {
+	t.Helper()
+	l, err := p.Pick(context.Background(), pool.Request{Origin: origin})
+	if err != nil {
+		t.Fatalf("Pick(%s) = %v", origin, err)
+	}
+	return l
+}
+
+func pairOf(t *testing.T, p *pool.Pool, origin string) (pool.PairStatus, bool) {
+	t.Helper()
+	for _, ps := range p.Snapshot().Pairs {
+		if ps.Origin == origin {
+			return ps, true
+		}
+	}
+	return pool.PairStatus{}, false
+}
+
+// TestStaleFailureCannotRetripReclosedPair: a lease admitted while the pair was CLOSED — without
+// its breaker being looked at, since it had none — whose failure arrives after the pair tripped and
+// closed again is dropped as stale. The same holds for a pair that had a breaker and was CLOSED
+// after an earlier recovery, and a lease admitted after the re-close still counts.
+func TestStaleFailureCannotRetripReclosedPair(t *testing.T) {
+	p, clk := newLeasePool(t)
+	for round := range 2 { // round 0: the pair has no breaker yet; round 1: a re-closed one
+		slow := mustPick(t, p, "shop")
+		fast := mustPick(t, p, "shop")
+		if st := fast.Report(timeoutVerdict).PairState; st != breaker.Open {
+			t.Fatalf("round %d: Report(timeout) = pair %v, want open", round, st)
+		}
+		ps, _ := pairOf(t, p, "shop")
+		clk.Set(ps.Breaker.NextProbe) // the cooldown climbs a level each round
+		probe := mustPick(t, p, "shop")
+		if !probe.Info().Probe {
+			t.Fatalf("round %d: the pick after the cooldown is not a probe: %+v", round, probe.Info())
+		}
+		if st := probe.Report(okVerdict).PairState; st != breaker.Closed {
+			t.Fatalf("round %d: probe success = pair %v, want closed", round, st)
+		}
+		if st := slow.Report(timeoutVerdict).PairState; st != breaker.Closed {
+			t.Errorf("round %d: a stale failure re-tripped the re-closed pair: %v", round, st)
+		}
+		if ps, _ := pairOf(t, p, "shop"); ps.Breaker.FailuresInWindow != 0 || ps.Breaker.Trips != uint32(round+1) {
+			t.Errorf("round %d: pair after the stale failure = %d failures, %d trips; want 0, %d",
+				round, ps.Breaker.FailuresInWindow, ps.Breaker.Trips, round+1)
+		}
+		clk.Advance(time.Second)
+	}
+	fresh := mustPick(t, p, "shop")
+	if st := fresh.Report(timeoutVerdict).PairState; st != breaker.Open {
+		t.Errorf("a failure admitted after the re-close = pair %v, want open: the stale check must not drop live verdicts", st)
+	}
+}
+
+// TestStaleFailureCannotRetripReclosedExit: the same for the exit's own breaker, whose CLOSED
+// permits are also taken without its lock.
+func TestStaleFailureCannotRetripReclosedExit(t *testing.T) {
+	p, clk := newLeasePool(t)
+	slow := mustPick(t, p, "shop")
+	fast := mustPick(t, p, "news")
+	if st := fast.Report(exitDown).ExitState; st != breaker.Open {
+		t.Fatalf("Report(exit-scoped failure) = exit %v, want open", st)
+	}
+	clk.Advance(10 * time.Second)
+	probe := mustPick(t, p, "news")
+	if st := probe.Report(okVerdict).ExitState; st != breaker.Closed {
+		t.Fatalf("probe success = exit %v, want closed", st)
+	}
+	if st := slow.Report(exitDown).ExitState; st != breaker.Closed {
+		t.Errorf("a stale exit failure re-tripped the re-closed exit: %v", st)
+	}
+	live := mustPick(t, p, "shop")
+	if st := live.Report(exitDown).ExitState; st != breaker.Open {
+		t.Errorf("a failure admitted after the re-close = exit %v, want open", st)
+	}
+}
+
+// TestLeaseReportsOnce: only the first Report or Release of a lease counts.
+func TestLeaseReportsOnce(t *testing.T) {
+	p, _ := newLeasePool(t)
+	l := mustPick(t, p, "shop")
+	l.Report(okVerdict)
+	if st := l.Report(timeoutVerdict); st != (pool.Reported{}) {
+		t.Errorf("second Report = %+v, want the zero Reported", st)
+	}
+	l.Release()
+	if ps, ok := pairOf(t, p, "shop"); ok && ps.Breaker.FailuresInWindow != 0 {
+		t.Errorf("a second Report counted: %d failures", ps.Breaker.FailuresInWindow)
+	}
+	if n := p.Snapshot().Exits[0].InFlight; n != 0 {
+		t.Errorf("InFlight = %d after a report and a release, want 0", n)
+	}
+	var zero pool.Lease
+	zero.Report(timeoutVerdict)
+	zero.Release()
+	if zero.Exit() != nil {
+		t.Errorf("zero Lease Exit() = %v, want nil", zero.Exit())
+	}
+}
+
+// TestRetriesAvoidFailedExits: a failure reported on a lease picked with Retries makes the next
+// pick of that logical request go elsewhere while another exit is ready.
+func TestRetriesAvoidFailedExits(t *testing.T) {
+	p, err := pool.New(pool.WithExits(
+		pool.MustParseExit("10.0.0.1:1").WithLabel("a"),
+		pool.MustParseExit("10.0.0.2:1").WithLabel("b"),
+	), pool.WithSeed(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := pool.NewRetries()
+	ctx := context.Background()
+	first, err := p.Pick(ctx, pool.Request{Origin: "shop", Retries: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Report(pool.Verdict{Outcome: pool.Transient, Class: pool.ClassConnection, Soft: true})
+	if !r.Avoids(first.Exit()) {
+		t.Fatalf("Retries does not avoid %s after it failed the request", first.Exit())
+	}
+	for i := range 20 { // picks are random: every one must avoid the failed exit
+		next, err := p.Pick(ctx, pool.Request{Origin: "shop", Retries: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.Exit() == first.Exit() {
+			t.Fatalf("retry %d went through %s again, which failed it", i, first.Exit())
+		}
+		next.Release()
+	}
+}
