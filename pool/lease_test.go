@@ -168,3 +168,27 @@ func TestRetriesAvoidFailedExits(t *testing.T) {
 		next.Release()
 	}
 }
+
+// TestSweepKeepsPairsBehindAnOpenExit: a pair that is OPEN while its exit is out of CLOSED cannot
+// be probed, so the sweep does not take its long cooldown for idleness and forget it.
+func TestSweepKeepsPairsBehindAnOpenExit(t *testing.T) {
+	clk := clock.NewFake(leaseT0)
+	p, err := pool.New(
+		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("x")),
+		pool.WithClock(clk), pool.WithSeed(7), pool.WithIdleTTL(time.Minute),
+		pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, BaseCooldown: 10 * time.Second, Jitter: -1}),
+		pool.WithExitSettings(breaker.Settings{FailureThreshold: 1, BaseCooldown: time.Hour, Jitter: -1}),
+		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairFail, exitFail := mustPick(t, p, "shop"), mustPick(t, p, "news")
+	pairFail.Report(timeoutVerdict)
+	exitFail.Report(exitDown)
+	clk.Advance(30 * time.Minute) // the pair's cooldown is long over; the exit's is not
+	p.Sweep(clk.Now())
+	if ps, ok := pairOf(t, p, "shop"); !ok || ps.Breaker.Trips != 1 {
+		t.Errorf("after the sweep: pair kept = %v (%+v), want kept with its trip", ok, ps.Breaker)
+	}
+}
