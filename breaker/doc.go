@@ -38,8 +38,16 @@
 //
 // # Permits
 //
-// Acquire hands out a Permit, which takes exactly one verdict: Success, Failure, Neutral, or Release
-// (no verdict). A permit remembers the generation it was issued in; a verdict that arrives after the
-// breaker has changed state is dropped, so a slow request from before a trip can neither close nor
-// re-trip the breaker. Looking (Ready, Snapshot) never changes what a breaker admits.
+// Acquire (or AcquireLease) hands out a Permit under the breaker's lock: in CLOSED always, in
+// HALF_OPEN while a probe slot is free (the permit is then a probe holding its slot on a lease),
+// in OPEN never. A Permit takes exactly one verdict: Success, Failure, Neutral, or Release (no
+// verdict). It remembers the generation it was issued in — a generation ends at every change of
+// state — and a verdict that arrives in a later generation is dropped, so a slow request from
+// before a trip can neither close nor re-trip the breaker, even one that has tripped and closed
+// again meanwhile.
+//
+// Two cheaper ways to a CLOSED permit exist for tables that admit many requests: ClosedPermit
+// reads the state and the generation from one atomic word, without the lock, and fails when the
+// breaker is not CLOSED (then use Acquire); PermitFor(gen) makes a permit for a generation the
+// caller already knows. Neither is ever a probe, and both keep the generation rule. Looking (Ready, State, Snapshot) never changes what a breaker admits.
 package breaker

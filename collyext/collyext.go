@@ -66,7 +66,9 @@ type Settings struct {
 	// one is forgotten: its next retry may go through an exit that already failed it. Default
 	// 10,000.
 	MaxTracked int
-	// Clock makes the timers re-queue delays wait on. Default clock.System.
+	// Clock makes the timers re-queue delays wait on. Default: the clock of the transport's pool
+	// (Pool.Clock: clock.System unless pool.WithClock chose another), so that soonest-probe times
+	// and waits agree.
 	Clock clock.Clock
 	// Rand returns a uniform float64 in [0, 1) for jitter; it must be safe for concurrent use.
 	// Default math/rand/v2.Float64.
@@ -96,9 +98,6 @@ func (s *Settings) validate() error {
 	}
 	if s.MaxTracked == 0 {
 		s.MaxTracked = DefaultMaxTracked
-	}
-	if s.Clock == nil {
-		s.Clock = clock.System
 	}
 	if s.Rand == nil {
 		s.Rand = rand.Float64
@@ -140,6 +139,9 @@ func Attach(c *colly.Collector, tr *transport.Transport, s Settings) (*Extension
 	}
 	if tr == nil {
 		return nil, errors.New("collyext: Attach: nil transport")
+	}
+	if s.Clock == nil {
+		s.Clock = tr.Pool().Clock()
 	}
 	if err := s.validate(); err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/collyext"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -49,7 +50,7 @@ func crawl(t *testing.T, async, tlsOrigin bool) {
 	s := newSite(t, crawlPages, tlsOrigin)
 	exits, proxies := startExits(t, s, crawlExits)
 	rec := &recorder{}
-	tr := newTransport(t, s, exits, transport.WithHeaderTimeout(500*time.Millisecond), transport.WithObserver(rec))
+	tr := newTransport(t, s, exits, nil, transport.WithHeaderTimeout(500*time.Millisecond), transport.WithObserver(rec))
 
 	c := colly.NewCollector(colly.Async(async))
 	if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: crawlParallelism}); err != nil {
@@ -132,20 +133,20 @@ func crawl(t *testing.T, async, tlsOrigin bool) {
 
 	// Every failing exit was tried, and classified as the core says.
 	events := rec.all()
-	classes := map[string]map[transport.Class]int{}
+	classes := map[string]map[pool.Class]int{}
 	for _, e := range events {
 		if e.result != nil {
 			l := e.result.Exit.Label()
 			if classes[l] == nil {
-				classes[l] = map[transport.Class]int{}
+				classes[l] = map[pool.Class]int{}
 			}
 			classes[l][e.result.Verdict.Class]++
 		}
 	}
 	t.Logf("verdicts by exit: %v", classes)
-	for exit, class := range map[string]transport.Class{
-		"auth": transport.ClassProxyAuth, "dead": transport.ClassProxyRefused, "hang": transport.ClassTimeout,
-		"capped": transport.ClassRateLimited, "waf": transport.ClassBlocked, "cut": transport.ClassBodyRead,
+	for exit, class := range map[string]pool.Class{
+		"auth": pool.ClassProxyAuth, "dead": pool.ClassProxyRefused, "hang": pool.ClassTimeout,
+		"capped": pool.ClassRateLimited, "waf": pool.ClassBlocked, "cut": pool.ClassBodyRead,
 	} {
 		if classes[exit][class] == 0 {
 			t.Errorf("exit %s: verdicts %v, want at least one %s", exit, classes[exit], class)
@@ -162,11 +163,11 @@ func crawl(t *testing.T, async, tlsOrigin bool) {
 // every attempt through a parked exit was in flight with the one that parked it — at most the
 // collector's parallelism, a 407 or a refusal parks at once — and that no attempt was picked while
 // its exit's breaker (or its pair's) was OPEN. In a sync crawl the order is exact.
-func checkParked(t *testing.T, events []event, async bool, snap transport.Snapshot, proxies map[string]*proxytest.Proxy) {
+func checkParked(t *testing.T, events []event, async bool, snap pool.Snapshot, proxies map[string]*proxytest.Proxy) {
 	t.Helper()
 	parkedAt := map[string]int{} // exit label → index of the event that parked it
 	for i, e := range events {
-		if c := e.change; c != nil && c.Scope == transport.ScopeExit && c.To == breaker.Open && c.Parked {
+		if c := e.change; c != nil && c.Scope == pool.ScopeExit && c.To == breaker.Open && c.Parked {
 			if _, ok := parkedAt[c.Exit.Label()]; !ok {
 				parkedAt[c.Exit.Label()] = i
 			}

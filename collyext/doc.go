@@ -3,14 +3,16 @@
 // exit.
 //
 //	colly.Collector → OnRequest (id) → LimitRule → http.Client (jar, timeout, redirects)
-//	    → shell *http.Transport (never dials) → Extension: strip the id, add the request's retry memo
-//	    → transport.Transport → pick exit → … → verdict → ExitHeader on the response
+//	    → shell *http.Transport (never dials) → Extension: strip the id, add the request's *pool.Retries
+//	    → transport.Transport → pool.Pick (avoids the exits that failed it) → … → verdict
+//	    → ExitHeader on the response
 //	    → OnResponseHeaders (ProxyURL; abort a failure colly would parse) → OnResponse / OnError
 //	    → RetryOnError: re-queue through another exit after the right delay, or give up
 //
 // # Use
 //
-//	tr, err := transport.New(transport.WithExits(exits...), transport.WithHeaderTimeout(5*time.Second))
+//	p, err := pool.New(pool.WithExits(exits...))
+//	tr, err := transport.New(p, transport.WithHeaderTimeout(5*time.Second))
 //	c := colly.NewCollector(colly.Async(true))
 //	ext, err := collyext.Attach(c, tr, collyext.Settings{})
 //	c.OnError(ext.RetryOnError(func(r *colly.Response, err error) {
@@ -41,12 +43,15 @@
 // Colly retries nothing by itself. RetryOnError re-queues a failed request (colly's Request.Retry)
 // when a retry can fix it, through an exit that has not failed that request while one is ready:
 // Colly builds every fetch's http.Request afresh from the collector's context, so the extension
-// keeps each logical request's retry memo (transport.WithRetries) under an id it puts in
-// RequestHeader, which Request.Retry copies and the extension removes before the request leaves.
-// A budget (Settings.Retries) bounds the re-queues per request; the delay before one is the longer
-// of an exponential backoff and the soonest probe (or the origin guard's, or the next token), and
-// a request that would have to wait longer than Settings.MaxDelay is given up with a
-// *GiveUpError. Outcomes a retry cannot fix are never re-queued: a 404 or a 500 from the origin,
+// keeps each logical request's *pool.Retries (made by transport.ContextWithRetries) under an id it
+// puts in RequestHeader, which Request.Retry copies and the extension removes before the request
+// leaves; each fetch's context carries it to the pool. That Retries is the request's one memory:
+// the pool notes there the exits that failed it, the extension its failed attempts. A budget
+// (Settings.Retries) bounds the re-queues per request; the delay before one is the longer of an
+// exponential backoff and the soonest probe (or the origin guard's, or the next token), and a
+// request that would have to wait longer than Settings.MaxDelay is given up with a *GiveUpError,
+// which lists the failed attempts in the words of pool.DescribeFailures, as the retry package's
+// give-up does. Outcomes a retry cannot fix are never re-queued: a 404 or a 500 from the origin,
 // an origin-scoped permanent failure, the collector's own timeout or cancellation.
 //
 // In a sync collector the re-queue runs inside the OnError callback, nested in the failed fetch,
@@ -62,7 +67,7 @@
 // Both apply, one after the other. A LimitRule matches the request's host and, per rule, bounds
 // the requests in flight (Parallelism) and sleeps Delay+RandomDelay after each one while still
 // holding its slot; only then does the request reach the transport, whose rate limits
-// (transport.WithRateLimits, package ratelimit) take a token per exit, per (exit, origin) pair and
+// (pool.WithRateLimits, package ratelimit) take a token per exit, per (exit, origin) pair and
 // per origin, waiting for one if need be — still inside Colly's slot. So a Delay in the LimitRule
 // paces the whole site as one client, whatever the number of exits (N exits at one request per
 // Delay each become one request per Delay in all), and stacks on top of the buckets' waits.
@@ -70,10 +75,11 @@
 // Recommended: let the LimitRule bound concurrency only, and let the buckets pace.
 //
 //	c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: 2 * len(exits)}) // no Delay, no RandomDelay
-//	tr, err := transport.New(transport.WithExits(exits...), transport.WithRateLimits(ratelimit.Limits{
+//	p, err := pool.New(pool.WithExits(exits...), pool.WithRateLimits(ratelimit.Limits{
 //		PerPair:   ratelimit.Every(2 * time.Second), // what one site tolerates from one IP
 //		PerOrigin: ratelimit.PerSecond(5, 5),        // the politeness budget for the whole site
 //	}))
+//	tr, err := transport.New(p)
 //
 // Parallelism is what keeps an async collector from starting every queued request at once, and it
 // should leave each exit a request or two in flight; the per-pair bucket is the pace a site

@@ -12,6 +12,7 @@ import (
 	"github.com/gocolly/colly/v2"
 
 	"github.com/proxybreaker/proxybreaker/collyext"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -44,13 +45,15 @@ func (exampleSite) RoundTrip(req *http.Request) (*http.Response, error) {
 // A collector crawls through two exits; pages that meet the rate-limited one are re-queued
 // through the other, and each response names the exit that carried it.
 func ExampleAttach() {
-	tr, err := transport.New(
-		transport.WithExits(
-			transport.MustParseExit("http://10.0.0.1:3128").WithLabel("dc-1"),
-			transport.MustParseExit("http://10.0.0.2:3128").WithLabel("dc-2"),
-		),
-		transport.WithBase(exampleSite{}),
-	)
+	p, err := pool.New(pool.WithExits(
+		pool.MustParseExit("http://10.0.0.1:3128").WithLabel("dc-1"),
+		pool.MustParseExit("http://10.0.0.2:3128").WithLabel("dc-2"),
+	))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tr, err := transport.New(p, transport.WithBase(exampleSite{}))
 	if err != nil {
 		fmt.Println(err)
 		return

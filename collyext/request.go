@@ -9,22 +9,28 @@ import (
 
 	"github.com/gocolly/colly/v2"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // request is what the extension remembers about one logical request between its fetches: colly
-// builds each fetch's http.Request afresh from the collector's context, so the transport's retry
-// memo has to live here, found again through RequestHeader. Fields are guarded by Extension.mu.
+// builds each fetch's http.Request afresh from the collector's context, so the request's
+// *pool.Retries has to live here, found again through RequestHeader. The other fields are guarded
+// by Extension.mu.
 type request struct {
-	memo       context.Context // transport.WithRetries(context.Background()): the exits that failed it
-	roundTrips int             // fetches that reached the transport
-	requeued   int             // re-queues so far
-	fails      []retry.Failure // the last retry.MaxFailures failures
+	// retries is the one memory the request's fetches share (safe for concurrent use on its own):
+	// the pool notes there the exits that failed it, the extension its failed attempts.
+	retries *pool.Retries
+	// carrier holds retries and nothing else: transport.ContextWithRetries(context.Background()).
+	// Each fetch's context asks it first (retriesContext), so the transport finds retries there.
+	carrier    context.Context
+	roundTrips int // fetches that reached the transport
+	requeued   int // re-queues so far
 
 	// The latest fetch's outcome.
 	exit       string
-	verdict    transport.Verdict
+	verdict    pool.Verdict
 	failed     *retry.Decision // what the transport's error meant, when no response arrived
 	status     int             // 0 when no response arrived
 	bodyFailed bool            // the body died mid-read
@@ -45,7 +51,8 @@ func (e *Extension) track(id string) *request {
 			break
 		}
 	}
-	r := &request{memo: transport.WithRetries(context.Background())}
+	carrier := transport.ContextWithRetries(context.Background())
+	r := &request{retries: transport.RetriesFromContext(carrier), carrier: carrier}
 	e.reqs[id] = r
 	return r
 }
@@ -71,21 +78,13 @@ func (e *Extension) Tracked() int {
 	return len(e.reqs)
 }
 
-func (f *request) fail(x retry.Failure) {
-	if len(f.fails) == retry.MaxFailures {
-		copy(f.fails, f.fails[1:])
-		f.fails = f.fails[:retry.MaxFailures-1]
-	}
-	f.fails = append(f.fails, x)
-}
-
 var (
 	_ http.RoundTripper = (*roundTripper)(nil)
 	_ io.ReadCloser     = (*trackedBody)(nil)
 )
 
 // roundTripper is what the shell hands every request to: it strips RequestHeader, puts the
-// logical request's retry memo in the context, sends the request through the transport, and
+// logical request's *pool.Retries in the context, sends the request through the transport, and
 // records the outcome for the callbacks.
 type roundTripper struct{ e *Extension }
 
@@ -104,9 +103,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		r = e.track(id)
 		e.mu.Lock()
 		r.roundTrips++
-		r.exit, r.verdict, r.failed, r.status, r.bodyFailed, r.aborted = "", transport.Verdict{}, nil, 0, false, false
+		r.exit, r.verdict, r.failed, r.status, r.bodyFailed, r.aborted = "", pool.Verdict{}, nil, 0, false, false
 		e.mu.Unlock()
-		ctx = memoContext{ctx, r.memo}
+		ctx = retriesContext{ctx, r.carrier}
 	}
 	out := req.WithContext(ctx) // a copy: the caller's request is untouched
 	if r != nil {
@@ -126,11 +125,11 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			// Recorded here, where the error still has its type: http.Client flattens it into a
 			// string when its Timeout has passed meanwhile.
 			d := retry.Decide(nil, err)
+			if d.Exit != "" && d.Retry {
+				r.retries.Record(pool.FailedAttempt{Exit: d.Exit, Verdict: d.Verdict, Err: err})
+			}
 			e.mu.Lock()
 			r.exit, r.verdict, r.failed = d.Exit, d.Verdict, &d
-			if d.Exit != "" && d.Retry {
-				r.fail(retry.Failure{Exit: d.Exit, Verdict: d.Verdict, Err: err})
-			}
 			e.mu.Unlock()
 		}
 		return nil, err
@@ -145,18 +144,18 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if r != nil {
 		v, _ := transport.VerdictFromResponse(resp)
+		if d := retry.DecideVerdict(v); d.Retry {
+			r.retries.Record(pool.FailedAttempt{Exit: label, Verdict: v, Err: responseError(label, resp, v)})
+		}
 		e.mu.Lock()
 		r.exit, r.verdict, r.status = label, v, resp.StatusCode
-		if d := retry.DecideVerdict(v); d.Retry {
-			r.fail(retry.Failure{Exit: label, Verdict: v, Err: responseError(label, resp, v)})
-		}
 		e.mu.Unlock()
 		resp.Body = &trackedBody{ReadCloser: resp.Body, e: e, id: id, r: r, label: label, ctx: req.Context()}
 	}
 	return resp, nil
 }
 
-func responseError(label string, resp *http.Response, v transport.Verdict) *retry.ResponseError {
+func responseError(label string, resp *http.Response, v pool.Verdict) *retry.ResponseError {
 	re := &retry.ResponseError{Exit: label, StatusCode: resp.StatusCode, Verdict: v}
 	if resp.Request != nil && resp.Request.URL != nil {
 		re.Origin = transport.OriginHost(resp.Request.URL)
@@ -164,16 +163,17 @@ func responseError(label string, resp *http.Response, v transport.Verdict) *retr
 	return re
 }
 
-// memoContext is a request's own context with the logical request's retry memo: Value asks the
-// memo's context first, which holds nothing but the memo (it grew from context.Background), then
-// the request's.
-type memoContext struct {
+// retriesContext is a fetch's own context with the logical request's *pool.Retries: Value asks
+// the carrier first, which holds nothing but the Retries (it grew from context.Background), then
+// the fetch's context. The Retries so wins over any the collector's context may hold, and
+// cancellation and deadlines stay the fetch's.
+type retriesContext struct {
 	context.Context
-	memo context.Context
+	carrier context.Context
 }
 
-func (c memoContext) Value(key any) any {
-	if v := c.memo.Value(key); v != nil {
+func (c retriesContext) Value(key any) any {
+	if v := c.carrier.Value(key); v != nil {
 		return v
 	}
 	return c.Context.Value(key)
@@ -195,10 +195,10 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF && !b.failed && b.ctx.Err() == nil {
 		b.failed = true
-		v := transport.Verdict{Outcome: transport.Transient, Class: transport.ClassBodyRead, ConnLevel: true}
+		v := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBodyRead, ConnLevel: true}
+		b.r.retries.Record(pool.FailedAttempt{Exit: b.label, Verdict: v, Err: err})
 		b.e.mu.Lock()
 		b.r.verdict, b.r.bodyFailed = v, true
-		b.r.fail(retry.Failure{Exit: b.label, Verdict: v, Err: err})
 		b.e.mu.Unlock()
 	}
 	return n, err
@@ -207,7 +207,7 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 func (b *trackedBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.e.mu.Lock()
-	done := !b.failed && b.r.verdict.Outcome != transport.Transient && b.r.verdict.Outcome != transport.Permanent
+	done := !b.failed && b.r.verdict.Outcome != pool.Transient && b.r.verdict.Outcome != pool.Permanent
 	b.e.mu.Unlock()
 	if done {
 		b.e.forget(b.id) // the logical request is over: nothing to retry
@@ -234,7 +234,7 @@ func (e *Extension) onResponseHeaders(resp *colly.Response) {
 		return
 	}
 	e.mu.Lock()
-	failed := r.verdict.Outcome == transport.Transient || r.verdict.Outcome == transport.Permanent
+	failed := r.verdict.Outcome == pool.Transient || r.verdict.Outcome == pool.Permanent
 	abort := failed && r.status == resp.StatusCode && (resp.StatusCode < 203 || e.c.ParseHTTPErrorResponse)
 	r.aborted = abort
 	e.mu.Unlock()

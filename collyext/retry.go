@@ -9,24 +9,33 @@ import (
 
 	"github.com/gocolly/colly/v2"
 
+	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // GiveUpError is what RetryOnError hands its give-up callback when it stops re-queueing a request
 // that another try might still have served: the retry budget is spent, or nothing will be ready
-// for longer than Settings.MaxDelay (every exit parked or cooling for the origin). errors.As finds
-// the last failure's types (*transport.AttemptError, *transport.NoHealthyExitError,
-// *retry.ResponseError, …) through it.
+// for longer than Settings.MaxDelay (every exit parked or cooling for the origin). Its message
+// lists the request's failed attempts as pool.DescribeFailures writes them, the same words the
+// retry package's give-up uses. errors.As finds the last failure's types (*transport.AttemptError,
+// *pool.NoHealthyExitError, *retry.ResponseError, …) and those of every listed failure through it.
 type GiveUpError struct {
 	Method, URL string
 	Requeued    int           // re-queues made
 	Wait        time.Duration // when over MaxDelay: how long until something may be tried; else 0
 	MaxDelay    time.Duration
-	Failures    []retry.Failure // the request's failed attempts, oldest first (the last retry.MaxFailures)
-	Err         error           // the last failure
+	// Failures are the request's failed attempts, oldest first (the last pool.MaxFailedAttempts),
+	// as recorded in its *pool.Retries. Each Err is the transport's error (a
+	// *transport.AttemptError), a *retry.ResponseError for a failed response, or the read error of a
+	// body that died mid-read.
+	Failures []pool.FailedAttempt
+	Err      error // the last failure
 }
 
+// Error says what was given up and why, and which attempts failed, without credentials: exits
+// appear by label.
 func (e *GiveUpError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "collyext: giving up on %s %s, re-queued %d times", e.Method, e.URL, e.Requeued)
@@ -36,13 +45,8 @@ func (e *GiveUpError) Error() string {
 		b.WriteString(": retry budget spent")
 	}
 	if len(e.Failures) > 0 {
-		b.WriteString("; failed attempts:")
-		for i, f := range e.Failures {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, " %s via %s", f.Verdict.Class, f.Exit)
-		}
+		b.WriteString("; ")
+		pool.DescribeFailures(&b, e.Failures)
 	}
 	if e.Err != nil {
 		b.WriteString(": ")
@@ -110,10 +114,10 @@ func (e *Extension) requeue(resp *colly.Response, err error) error {
 		wait = max(wait, d.Verdict.RetryAfter)
 	}
 	e.mu.Lock()
-	requeued, fails := r.requeued, append([]retry.Failure(nil), r.fails...)
+	requeued := r.requeued
 	e.mu.Unlock()
 	gu := &GiveUpError{Method: resp.Request.Method, URL: resp.Request.URL.String(), Requeued: requeued,
-		MaxDelay: e.s.MaxDelay, Failures: fails, Err: failure}
+		MaxDelay: e.s.MaxDelay, Failures: r.retries.Failures(), Err: failure}
 	if wait > e.s.MaxDelay {
 		gu.Wait = wait
 		e.forget(id)
@@ -153,9 +157,9 @@ func (e *Extension) requeue(resp *colly.Response, err error) error {
 func (e *Extension) decide(resp *colly.Response, err error, r *request) (d retry.Decision, failure error) {
 	var (
 		ae *transport.AttemptError
-		nh *transport.NoHealthyExitError
-		ou *transport.OriginUnhealthyError
-		th *transport.ThrottledError
+		nh *pool.NoHealthyExitError
+		ou *pool.OriginUnhealthyError
+		th *pool.ThrottledError
 	)
 	if errors.As(err, &ae) || errors.As(err, &nh) || errors.As(err, &ou) || errors.As(err, &th) {
 		return retry.Decide(nil, err), err
@@ -192,15 +196,5 @@ func (e *Extension) sleep(d time.Duration) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := e.s.Clock.NewTimer(d)
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		t.Stop()
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, e.s.Clock, d)
 }

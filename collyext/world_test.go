@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -184,7 +185,7 @@ var crawlExits = []exitSpec{
 // startExits starts a proxy per spec (none for dead exits) registered with s, and returns the
 // exits, in spec order, and the proxies by name. Dead exits get their closed addresses last, so
 // that no proxy started here is handed the same port.
-func startExits(t *testing.T, s *site, specs []exitSpec) ([]*transport.Exit, map[string]*proxytest.Proxy) {
+func startExits(t *testing.T, s *site, specs []exitSpec) ([]*pool.Exit, map[string]*proxytest.Proxy) {
 	t.Helper()
 	proxies := map[string]*proxytest.Proxy{}
 	urls := make([]*url.URL, len(specs))
@@ -207,7 +208,7 @@ func startExits(t *testing.T, s *site, specs []exitSpec) ([]*transport.Exit, map
 			urls[i] = p.URLWithCredentials(sp.user, "wrong")
 		}
 	}
-	exits := make([]*transport.Exit, len(specs))
+	exits := make([]*pool.Exit, len(specs))
 	for i, sp := range specs {
 		if sp.dead {
 			addr, err := proxytest.ClosedAddr()
@@ -216,7 +217,7 @@ func startExits(t *testing.T, s *site, specs []exitSpec) ([]*transport.Exit, map
 			}
 			urls[i] = &url.URL{Scheme: "http", Host: addr}
 		}
-		e, err := transport.NewExit(urls[i])
+		e, err := pool.NewExit(urls[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,8 +226,9 @@ func startExits(t *testing.T, s *site, specs []exitSpec) ([]*transport.Exit, map
 	return exits, proxies
 }
 
-// newTransport returns a Transport over exits trusting s's certificate, closed when the test ends.
-func newTransport(t *testing.T, s *site, exits []*transport.Exit, opts ...transport.Option) *transport.Transport {
+// newTransport returns a Transport over a new pool of exits, configured by popts, trusting s's
+// certificate, closed when the test ends.
+func newTransport(t *testing.T, s *site, exits []*pool.Exit, popts []pool.Option, opts ...transport.Option) *transport.Transport {
 	t.Helper()
 	tmpl := transport.DefaultBaseTemplate()
 	if s.srv.TLS != nil {
@@ -234,8 +236,11 @@ func newTransport(t *testing.T, s *site, exits []*transport.Exit, opts ...transp
 		roots.AddCert(s.srv.Certificate())
 		tmpl.TLSClientConfig = &tls.Config{RootCAs: roots}
 	}
-	opts = append([]transport.Option{transport.WithExits(exits...), transport.WithBaseTemplate(tmpl)}, opts...)
-	tr, err := transport.New(opts...)
+	p, err := pool.New(append([]pool.Option{pool.WithExits(exits...)}, popts...)...)
+	if err != nil {
+		t.Fatalf("pool.New = %v", err)
+	}
+	tr, err := transport.New(p, append([]transport.Option{transport.WithBaseTemplate(tmpl)}, opts...)...)
 	if err != nil {
 		t.Fatalf("transport.New = %v", err)
 	}
@@ -247,7 +252,7 @@ func newTransport(t *testing.T, s *site, exits []*transport.Exit, opts ...transp
 type event struct {
 	started *transport.AttemptInfo
 	result  *transport.AttemptResult
-	change  *transport.StateChange
+	change  *pool.StateChange
 }
 
 // recorder is an Observer that keeps every event in order. It is safe for concurrent use.
@@ -266,7 +271,7 @@ func (o *recorder) AttemptFinished(_ context.Context, r transport.AttemptResult)
 	o.add(event{result: &r})
 }
 
-func (o *recorder) StateChanged(c transport.StateChange) { o.add(event{change: &c}) }
+func (o *recorder) StateChanged(c pool.StateChange) { o.add(event{change: &c}) }
 
 func (o *recorder) add(e event) {
 	o.mu.Lock()

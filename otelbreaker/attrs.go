@@ -15,7 +15,7 @@ import (
 // Besides these, spans use the semantic-convention keys server.address, server.port,
 // http.request.method, http.response.status_code and error.type.
 const (
-	// AttrExit is the exit's label (transport.Exit.Label): never its URL or credentials.
+	// AttrExit is the exit's label (pool.Exit.Label): never its URL or credentials.
 	AttrExit = attribute.Key("proxybreaker.exit.label")
 	// AttrTier is the exit's tier.
 	AttrTier = attribute.Key("proxybreaker.exit.tier")
@@ -24,7 +24,7 @@ const (
 	AttrOrigin = attribute.Key("proxybreaker.origin")
 	// AttrProbe is true for an attempt that holds a HALF_OPEN probe slot.
 	AttrProbe = attribute.Key("proxybreaker.attempt.probe")
-	// AttrDryRun and AttrWouldRefuse are set on attempts of a dry-run transport.
+	// AttrDryRun and AttrWouldRefuse are set on attempts through a dry-run pool (pool.WithDryRun).
 	AttrDryRun      = attribute.Key("proxybreaker.attempt.dry_run")
 	AttrWouldRefuse = attribute.Key("proxybreaker.attempt.would_refuse")
 	// AttrPairStateBefore … AttrExitStateAfter are breaker states ("closed", "open", "half_open"):
@@ -35,7 +35,7 @@ const (
 	AttrExitStateAfter  = attribute.Key("proxybreaker.exit.state_after")
 	// AttrOutcome is the verdict's outcome: success, transient, permanent or neutral.
 	AttrOutcome = attribute.Key("proxybreaker.verdict.outcome")
-	// AttrClass is the verdict's class (transport.Class): ok, timeout, rate_limited, proxy_auth…
+	// AttrClass is the verdict's class (pool.Class): ok, timeout, rate_limited, proxy_auth…
 	AttrClass = attribute.Key("proxybreaker.verdict.class")
 	// AttrVerdictScope is the breaker the verdict is for: pair, exit or origin.
 	AttrVerdictScope = attribute.Key("proxybreaker.verdict.scope")

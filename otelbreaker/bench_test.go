@@ -12,6 +12,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -63,23 +64,19 @@ func BenchmarkObserver(b *testing.B) {
 			}
 			b.Run(sub, func(b *testing.B) {
 				obs := observers(b)[name]()
-				opts := []transport.Option{
-					transport.WithExits(benchExits()...), transport.WithBase(cannedBase{}), transport.WithHeaderTimeout(-1),
+				p, err := pool.New(pool.WithExits(benchExits()...))
+				if err != nil {
+					b.Fatal(err)
 				}
+				opts := []transport.Option{transport.WithBase(cannedBase{}), transport.WithHeaderTimeout(-1)}
 				if obs != nil {
 					opts = append(opts, transport.WithObserver(obs))
 				}
-				tr, err := transport.New(opts...)
+				tr, err := transport.New(p, opts...)
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer tr.Close()
-				if obs != nil {
-					if err := obs.Register(tr.Pool()); err != nil {
-						b.Fatal(err)
-					}
-					defer obs.Close()
-				}
 				req, _ := http.NewRequest(http.MethodGet, shop, nil)
 				do := func() {
 					resp, err := tr.RoundTrip(req)
@@ -111,8 +108,8 @@ func BenchmarkObserverCalls(b *testing.B) {
 	for _, name := range []string{"noop", "sdk"} {
 		b.Run(name, func(b *testing.B) {
 			obs := observers(b)[name]()
-			info := transport.AttemptInfo{Exit: benchExits()[0], Origin: "shop.example", Method: http.MethodGet, At: time.Now()}
-			res := transport.AttemptResult{AttemptInfo: info, Verdict: transport.Verdict{Class: transport.ClassOK}, StatusCode: 200, Latency: 120 * time.Millisecond}
+			info := transport.AttemptInfo{LeaseInfo: pool.LeaseInfo{Exit: benchExits()[0], Origin: "shop.example", At: time.Now()}, Method: http.MethodGet}
+			res := transport.AttemptResult{AttemptInfo: info, Verdict: pool.Verdict{Class: pool.ClassOK}, StatusCode: 200, Latency: 120 * time.Millisecond}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1,19 +1,27 @@
-// Package otelbreaker turns the transport's events into OpenTelemetry spans and metrics. It uses
-// only the OTel API; the application installs an SDK (or not: the globals are no-ops until it does).
+// Package otelbreaker turns the transport's and the pool's events into OpenTelemetry spans and
+// metrics. It uses only the OTel API; the application installs an SDK (or not: the globals are
+// no-ops until it does).
 //
-//	http.Client → otelhttp.Transport (client span) → transport.Transport → pick exit
+//	http.Client → otelhttp.Transport (client span) → transport.Transport → Pool.Pick
 //	            → Observer.AttemptStarted: span "proxybreaker.attempt", a child of the request's span
-//	            → base http.Transport → Classifier → breakers → Observer.StateChanged (trips)
+//	            → base http.Transport → Classifier → Lease.Report → breakers
+//	            → Observer.StateChanged (pool.Observer: trips)
 //	            → Observer.AttemptFinished: verdict attributes, transition events, span ended,
 //	              attempt counter and duration histogram
-//	Prometheus/OTLP reader → callback → Pool.Snapshot → breaker state gauges
+//	Pool.Pick refused or throttled → Observer.Refused, Observer.Throttled (pool.Observer)
+//	Prometheus/OTLP reader → callback (Observer.Bind) → Pool.Snapshot → breaker state gauges
 //
-// Wire it up in two steps, because the observer exists before the pool it watches:
+// Plug it in with one call: an Observer is a transport.Observer, a pool.Observer and a
+// pool.Binder, so transport.New adds it to the pool's observers and binds the gauges to the pool,
+// and Transport.Close takes both off again.
 //
 //	obs, err := otelbreaker.New()               // global providers; see the With options
-//	tr, err := transport.New(transport.WithExits(exits...), transport.WithObserver(obs))
-//	err = obs.Register(tr.Pool())               // the gauges read the pool's snapshot
-//	defer obs.Close()
+//	p, err := pool.New(pool.WithExits(exits...))
+//	tr, err := transport.New(p, transport.WithObserver(obs))
+//	defer tr.Close()                            // unbinds the gauges
+//
+// Without a transport (a crawler that picks and reports on the pool itself), p.Observe(obs) plugs
+// in the pool's half, events and gauges; the func it returns unplugs it.
 //
 // # Spans
 //
@@ -29,22 +37,24 @@
 // class, never an error message: error messages may name hosts, and no text that could hold a
 // credential is ever exported.
 //
-// Breaker transitions arrive without a context. Each one is counted (trip counters) and, when the
-// attempt whose verdict caused it can be identified — the transition is for that attempt's pair,
-// exit or origin and happened at the instant the attempt was admitted (a probe slot: OPEN →
-// HALF_OPEN) or finished (a trip, a close) — it is also recorded as an event named EventTransition
-// on that attempt's span. Transitions no attempt claims (a probe lease expiring, seen by whichever
-// request looked next) are counted only. When two attempts on the same breaker finish within the same
-// millisecond the event may land on either span.
+// Breaker transitions arrive from the pool without a context. Each one is counted (trip counters)
+// and, when the attempt whose verdict caused it can be identified — the transition is for that
+// attempt's pair, exit or origin and happened at the instant the attempt was admitted (a probe
+// slot: OPEN → HALF_OPEN) or finished (a trip, a close) — it is also recorded as an event named
+// EventTransition on that attempt's span. Transitions no attempt claims (a probe lease expiring,
+// seen by whichever request looked next) are counted only. When two attempts on the same breaker
+// finish within the same millisecond the event may land on either span.
 //
-// A request refused without an attempt (no healthy exit, origin unhealthy) adds an event named
-// EventRefused to the span in the request's context, if it is recording, and counts a refusal.
+// A request refused without an attempt (no healthy exit, origin unhealthy, a rate limit) adds an
+// event named EventRefused to the span in the request's context, if it is recording, and counts a
+// refusal. A request a rate limit held back adds an event named EventThrottled there too.
 //
 // # Metrics
 //
 // The instruments are listed, with units and attributes, in docs/metrics.md. The breaker gauges are
-// observed from Pool.Snapshot in a callback, so they cost nothing between collections. Counters and
-// histograms are recorded on the request path from cached attribute sets.
+// observed from the bound pool's Snapshot in a callback, so they cost nothing between collections;
+// they report nothing while the Observer is not bound. Counters and histograms are recorded on the
+// request path from cached attribute sets.
 //
 // Cardinality: every series is keyed by exit label and origin. WithOriginLabel maps origins to
 // coarser buckets (or drops the label), and WithMaxSeries caps the number of distinct (exit, origin)

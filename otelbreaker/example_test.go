@@ -14,11 +14,13 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // A request through a local forward proxy, observed with the OTel SDK: one attempt span, a child
-// of the caller's span, and the attempts counter.
+// of the caller's span, the attempts counter, and the breaker-state gauge, which transport.New
+// bound to the pool.
 func ExampleNew() {
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") }))
 	defer origin.Close()
@@ -37,16 +39,18 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	exit, _ := transport.NewExit(proxy.URL())
-	tr, err := transport.New(transport.WithExits(exit.WithLabel("dc-1")), transport.WithObserver(obs))
+	exit, _ := pool.NewExit(proxy.URL())
+	p, err := pool.New(pool.WithExits(exit.WithLabel("dc-1")))
+	if err != nil {
+		panic(err)
+	}
+	// One call plugs the observer in: attempt spans, the pool's events, and the breaker gauges,
+	// bound to p until tr.Close.
+	tr, err := transport.New(p, transport.WithObserver(obs))
 	if err != nil {
 		panic(err)
 	}
 	defer tr.Close()
-	if err := obs.Register(tr.Pool()); err != nil {
-		panic(err)
-	}
-	defer obs.Close()
 
 	ctx, job := tp.Tracer("example").Start(context.Background(), "job")
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, origin.URL, nil)
@@ -74,13 +78,27 @@ func ExampleNew() {
 	reader.Collect(context.Background(), &rm)
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == otelbreaker.MetricAttempts {
-				fmt.Printf("%s = %d\n", m.Name, sum.DataPoints[0].Value)
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				if m.Name == otelbreaker.MetricAttempts {
+					fmt.Printf("%s = %d\n", m.Name, d.DataPoints[0].Value)
+				}
+			case metricdata.Gauge[int64]:
+				if m.Name != otelbreaker.MetricBreakerState {
+					continue
+				}
+				for _, dp := range d.DataPoints { // the exit's breaker; the pair's and origin's name a port
+					if scope, _ := dp.Attributes.Value(otelbreaker.AttrScope); scope.AsString() == "exit" {
+						label, _ := dp.Attributes.Value(otelbreaker.AttrExit)
+						fmt.Printf("%s of exit %s = %d\n", m.Name, label.AsString(), dp.Value)
+					}
+				}
 			}
 		}
 	}
 	// Output:
 	// proxybreaker.attempt, child of the job's span: true
 	// exit dc-1, server 127.0.0.1, verdict success/ok, status 200
+	// proxybreaker.breaker.state of exit dc-1 = 0
 	// proxybreaker.attempts = 1
 }

@@ -10,12 +10,12 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // gaugeSeries is one breaker (or several merged by WithOriginLabel) as the gauges report it.
 type gaugeSeries struct {
-	scope        transport.Scope
+	scope        pool.Scope
 	exit, origin string
 	state        breaker.State
 	parked       bool
@@ -48,7 +48,7 @@ func stateValue(s breaker.State) int64 {
 	return StateClosed
 }
 
-// observe is the gauges' callback: it reads the registered pool's snapshot once.
+// observe is the gauges' callback: it reads the bound pool's snapshot once.
 func (o *Observer) observe(_ context.Context, ob metric.Observer) error {
 	p := o.pool.Load()
 	if p == nil {
@@ -74,17 +74,17 @@ func (o *Observer) observe(_ context.Context, ob metric.Observer) error {
 }
 
 type countKey struct {
-	scope transport.Scope
+	scope pool.Scope
 	state breaker.State
 }
 
 // gaugeSeries turns a snapshot into the series the gauges report: labels mapped, merged where
 // WithOriginLabel merges origins, capped at WithMaxSeries with the most severe first. It also
 // counts breakers by scope and state, and parked exits, before any cap.
-func (o *Observer) gaugeSeries(s *transport.Snapshot) (series []gaugeSeries, counts map[countKey]int, parked int) {
+func (o *Observer) gaugeSeries(s *pool.Snapshot) (series []gaugeSeries, counts map[countKey]int, parked int) {
 	counts = make(map[countKey]int)
 	index := make(map[gaugeSeries]int) // by scope, exit and origin only
-	add := func(scope transport.Scope, exit, origin string, b *breaker.Snapshot) {
+	add := func(scope pool.Scope, exit, origin string, b *breaker.Snapshot) {
 		counts[countKey{scope, b.State}]++
 		g := gaugeSeries{scope: scope, exit: exit, origin: o.lab.origin(origin), state: b.State, parked: b.Parked}
 		if b.State == breaker.Open {
@@ -111,13 +111,13 @@ func (o *Observer) gaugeSeries(s *transport.Snapshot) (series []gaugeSeries, cou
 		if e.Breaker.Parked {
 			parked++
 		}
-		add(transport.ScopeExit, e.Exit, "", &e.Breaker)
+		add(pool.ScopeExit, e.Exit, "", &e.Breaker)
 	}
 	for i := range s.Pairs {
-		add(transport.ScopePair, s.Pairs[i].Exit, s.Pairs[i].Origin, &s.Pairs[i].Breaker)
+		add(pool.ScopePair, s.Pairs[i].Exit, s.Pairs[i].Origin, &s.Pairs[i].Breaker)
 	}
 	for i := range s.Origins {
-		add(transport.ScopeOrigin, "", s.Origins[i].Origin, &s.Origins[i].Breaker)
+		add(pool.ScopeOrigin, "", s.Origins[i].Origin, &s.Origins[i].Breaker)
 	}
 	if o.maxSeries >= 0 && len(series) > o.maxSeries {
 		slices.SortStableFunc(series, func(a, b gaugeSeries) int {

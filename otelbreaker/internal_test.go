@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 func TestSplitOrigin(t *testing.T) {
@@ -84,29 +84,29 @@ func TestLabelerCap(t *testing.T) {
 }
 
 var (
-	exitA = transport.MustParseExit("http://10.0.0.1:3128").WithLabel("a")
-	exitB = transport.MustParseExit("http://10.0.0.2:3128").WithLabel("b")
+	exitA = pool.MustParseExit("http://10.0.0.1:3128").WithLabel("a")
+	exitB = pool.MustParseExit("http://10.0.0.2:3128").WithLabel("b")
 	t0    = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 )
 
-func change(scope transport.Scope, e *transport.Exit, origin string, cause breaker.Cause, at time.Time) transport.StateChange {
-	return transport.StateChange{Scope: scope, Exit: e, Origin: origin, Transition: breaker.Transition{Cause: cause, At: at}}
+func change(scope pool.Scope, e *pool.Exit, origin string, cause breaker.Cause, at time.Time) pool.StateChange {
+	return pool.StateChange{Scope: scope, Exit: e, Origin: origin, Transition: breaker.Transition{Cause: cause, At: at}}
 }
 
 // TestPendingClaim: an attempt claims its own breakers' transitions at its instant, and nothing
 // else; claimed and expired entries are gone.
 func TestPendingClaim(t *testing.T) {
 	var p pendingTransitions
-	a := &transport.AttemptInfo{Exit: exitA, Origin: "shop", At: t0}
-	p.add(change(transport.ScopePair, exitA, "shop", breaker.CauseCooldown, t0))              // a's probe slot
-	p.add(change(transport.ScopePair, exitB, "shop", breaker.CauseCooldown, t0))              // another exit's
-	p.add(change(transport.ScopePair, exitA, "news", breaker.CauseCooldown, t0))              // another origin's
-	p.add(change(transport.ScopeExit, exitA, "", breaker.CauseFailures, t0.Add(time.Second))) // a's exit, at the end
-	p.add(change(transport.ScopeOrigin, nil, "shop", breaker.CauseFailures, t0.Add(time.Second)))
-	p.add(change(transport.ScopePair, exitA, "shop", breaker.CauseLeaseExpired, t0.Add(-time.Minute))) // stale
+	a := &pool.LeaseInfo{Exit: exitA, Origin: "shop", At: t0}
+	p.add(change(pool.ScopePair, exitA, "shop", breaker.CauseCooldown, t0))              // a's probe slot
+	p.add(change(pool.ScopePair, exitB, "shop", breaker.CauseCooldown, t0))              // another exit's
+	p.add(change(pool.ScopePair, exitA, "news", breaker.CauseCooldown, t0))              // another origin's
+	p.add(change(pool.ScopeExit, exitA, "", breaker.CauseFailures, t0.Add(time.Second))) // a's exit, at the end
+	p.add(change(pool.ScopeOrigin, nil, "shop", breaker.CauseFailures, t0.Add(time.Second)))
+	p.add(change(pool.ScopePair, exitA, "shop", breaker.CauseLeaseExpired, t0.Add(-time.Minute))) // stale
 
 	var got []string
-	collect := func(c transport.StateChange) { got = append(got, fmt.Sprintf("%s/%s", c.Scope, c.Cause)) }
+	collect := func(c pool.StateChange) { got = append(got, fmt.Sprintf("%s/%s", c.Scope, c.Cause)) }
 	p.claim(a, t0, 0, true, collect)
 	if fmt.Sprint(got) != "[pair/cooldown]" {
 		t.Errorf("claim at the start = %v, want [pair/cooldown]", got)
@@ -130,7 +130,7 @@ func TestPendingClaim(t *testing.T) {
 func TestPendingBounded(t *testing.T) {
 	var p pendingTransitions
 	for i := range 3 * pendingSize {
-		p.add(change(transport.ScopeExit, exitA, "", breaker.CauseFailures, t0.Add(time.Duration(i)*time.Nanosecond)))
+		p.add(change(pool.ScopeExit, exitA, "", breaker.CauseFailures, t0.Add(time.Duration(i)*time.Nanosecond)))
 	}
 	if n := p.n.Load(); n != pendingSize {
 		t.Errorf("%d entries, want %d", n, pendingSize)

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -40,11 +41,18 @@ const (
 	EventThrottled = "proxybreaker.throttled"
 )
 
-// Observer is a transport.Observer (and transport.ThrottleObserver) that records spans and
-// metrics. Make one with New, pass it to transport.WithObserver, then Register the pool so the
-// breaker gauges can read it. It is safe for concurrent use; its methods never block and never
-// fail a request.
+// Observer records spans and metrics. It is a transport.Observer (one span per attempt, the
+// attempts counter and duration histogram), a pool.Observer (trips, refusals, rate-limit waits) and
+// a pool.Binder (the breaker gauges read the pool it is bound to), so that one call plugs it in
+// whole:
+//
+//	tr, err := transport.New(p, transport.WithObserver(obs))
+//
+// transport.New adds it to p's observers (pool.Pool.Observe), which binds the gauges to p first;
+// Transport.Close takes it off and unbinds them. An Observer is bound to one pool at a time. It is
+// safe for concurrent use; its methods never block and never fail a request.
 type Observer struct {
+	// transport.NopObserver embeds pool.NopObserver: ExitRemoved, and methods added later.
 	transport.NopObserver
 	tracer      trace.Tracer
 	meter       metric.Meter
@@ -54,14 +62,16 @@ type Observer struct {
 	defaultPort int
 	pending     pendingTransitions
 
-	mu   sync.Mutex // serialises Register and Close
-	pool atomic.Pointer[transport.Pool]
-	reg  metric.Registration
+	mu    sync.Mutex // serialises Bind and unbinding
+	pool  atomic.Pointer[pool.Pool]
+	reg   metric.Registration
+	bound uint64 // counts Binds, so that a stale unbind func does nothing
 }
 
 var (
-	_ transport.Observer         = (*Observer)(nil)
-	_ transport.ThrottleObserver = (*Observer)(nil)
+	_ transport.Observer = (*Observer)(nil)
+	_ pool.Observer      = (*Observer)(nil)
+	_ pool.Binder        = (*Observer)(nil)
 )
 
 // New returns an Observer configured by opts. It creates the tracer and every instrument at once;
@@ -88,44 +98,56 @@ func New(opts ...Option) (*Observer, error) {
 	return o, nil
 }
 
-// errRegistered is returned by a second Register.
-var errRegistered = errors.New("otelbreaker: Register: a pool is already registered; Close first")
+// errBound is returned by a Bind while the Observer is bound to a pool.
+var errBound = errors.New("otelbreaker: Bind: already bound to a pool (one pool per Observer; close the transport that bound it first)")
 
-// Register makes the breaker gauges report p's breakers: each collection reads p.Snapshot() once.
-// An Observer watches one pool at a time; Register again after Close to switch.
-func (o *Observer) Register(p *transport.Pool) error {
+// Bind implements pool.Binder: until unbind is called, the breaker gauges report p's breakers,
+// each collection reading p.Snapshot() once. pool.Pool.Observe calls it, and so does transport.New
+// for an Observer given to transport.WithObserver; the func Observe returns, or Transport.Close,
+// unbinds it. Call Bind yourself only for the gauges without the pool's events.
+//
+// An Observer is bound to one pool at a time: Bind fails while it is bound, so a second transport
+// over the same pool cannot plug the same Observer in twice and count every event twice. unbind
+// may be called more than once; an error unregistering the callback goes to otel.Handle.
+func (o *Observer) Bind(p *pool.Pool) (unbind func(), err error) {
 	if p == nil {
-		return errors.New("otelbreaker: Register: nil pool")
+		return nil, errors.New("otelbreaker: Bind: nil pool")
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.reg != nil {
-		return errRegistered
+		return nil, errBound
 	}
 	in := o.in
 	o.pool.Store(p)
 	reg, err := o.meter.RegisterCallback(o.observe, in.state, in.timeToProbe, in.breakers, in.parked)
 	if err != nil {
 		o.pool.Store(nil)
-		return fmt.Errorf("otelbreaker: Register: %w", err)
+		return nil, fmt.Errorf("otelbreaker: Bind: %w", err)
 	}
 	o.reg = reg
-	return nil
+	o.bound++
+	gen := o.bound
+	var once sync.Once
+	return func() { once.Do(func() { o.unbind(gen) }) }, nil
 }
 
-// Close stops the gauges' callback and forgets the pool. Spans and counters keep working.
-func (o *Observer) Close() error {
+// unbind stops the gauges' callback and forgets the pool, if the binding gen is still the current
+// one. Spans and counters keep working.
+func (o *Observer) unbind(gen uint64) {
 	// The callback reads the pool without o.mu: a collection running it may hold the SDK's lock
 	// that Unregister takes.
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.pool.Store(nil)
-	var err error
-	if o.reg != nil {
-		err = o.reg.Unregister()
+	if o.reg == nil || o.bound != gen {
+		return
 	}
+	o.pool.Store(nil)
+	reg := o.reg
 	o.reg = nil
-	return err
+	if err := reg.Unregister(); err != nil {
+		otel.Handle(fmt.Errorf("otelbreaker: unbind: %w", err))
+	}
 }
 
 // attemptCtx is the context an attempt runs with: the one the tracer returned, plus the span under
@@ -158,7 +180,7 @@ func (o *Observer) AttemptStarted(ctx context.Context, a transport.AttemptInfo) 
 	if span.IsRecording() {
 		o.startAttributes(span, &a)
 		// A probe slot taken while this exit was picked: OPEN → HALF_OPEN at a.At.
-		o.pending.claim(&a, a.At, 0, true, func(c transport.StateChange) { o.transitionEvent(span, c) })
+		o.pending.claim(&a.LeaseInfo, a.At, 0, true, func(c pool.StateChange) { o.transitionEvent(span, c) })
 	}
 	return ac
 }
@@ -207,7 +229,7 @@ func (o *Observer) AttemptFinished(ctx context.Context, r transport.AttemptResul
 	}
 	span := ac.span
 	end := r.At.Add(r.Latency)
-	o.pending.claim(&r.AttemptInfo, end, finishSlack, false, func(c transport.StateChange) { o.transitionEvent(span, c) })
+	o.pending.claim(&r.LeaseInfo, end, finishSlack, false, func(c pool.StateChange) { o.transitionEvent(span, c) })
 	kv := make([]attribute.KeyValue, 0, 11)
 	kv = append(kv,
 		AttrPairStateAfter.String(r.PairStateAfter.String()),
@@ -228,7 +250,7 @@ func (o *Observer) AttemptFinished(ctx context.Context, r transport.AttemptResul
 	if r.StatusCode > 0 {
 		kv = append(kv, keyStatus.Int(r.StatusCode))
 	}
-	failed := v.Outcome == transport.Transient || v.Outcome == transport.Permanent || r.Err != nil
+	failed := v.Outcome == pool.Transient || v.Outcome == pool.Permanent || r.Err != nil
 	if failed {
 		kv = append(kv, keyErrorType.String(string(v.Class)))
 	}
@@ -252,7 +274,7 @@ func buildDuration(k optKey) attribute.Set {
 }
 
 // transitionEvent records c on span.
-func (o *Observer) transitionEvent(span trace.Span, c transport.StateChange) {
+func (o *Observer) transitionEvent(span trace.Span, c pool.StateChange) {
 	kv := make([]attribute.KeyValue, 0, 11)
 	kv = append(kv,
 		AttrScope.String(c.Scope.String()),
@@ -277,17 +299,17 @@ func (o *Observer) transitionEvent(span trace.Span, c transport.StateChange) {
 }
 
 // StateChanged counts trips and keeps the transition for the span of the attempt that caused it.
-func (o *Observer) StateChanged(c transport.StateChange) {
+func (o *Observer) StateChanged(c pool.StateChange) {
 	if c.To == breaker.Open {
 		o.countTrip(c)
 	}
 	o.pending.add(c)
 }
 
-func (o *Observer) countTrip(c transport.StateChange) {
+func (o *Observer) countTrip(c pool.StateChange) {
 	ctx := context.Background()
 	cause, reason := string(c.Cause), c.Reason
-	if c.Scope == transport.ScopeOrigin {
+	if c.Scope == pool.ScopeOrigin {
 		_, origin := o.lab.labels("", c.Origin)
 		o.in.guardTrips.Add(ctx, 1, o.lab.option(optKey{kind: kindGuardTrip, origin: origin, a: cause, b: reason}, buildGuardTrip).add...)
 		return
@@ -296,7 +318,7 @@ func (o *Observer) countTrip(c transport.StateChange) {
 	if c.Exit != nil {
 		exit = c.Exit.Label()
 	}
-	if c.Scope == transport.ScopePair {
+	if c.Scope == pool.ScopePair {
 		exit, origin = o.lab.labels(exit, c.Origin)
 	} else {
 		exit, _ = o.lab.labels(exit, "")
@@ -325,9 +347,9 @@ func buildGuardTrip(k optKey) attribute.Set {
 // Refused counts a request refused without an attempt and records it on the request's span.
 func (o *Observer) Refused(ctx context.Context, origin string, err error) {
 	reason, retryIn := RefusalOther, time.Duration(-1)
-	var nh *transport.NoHealthyExitError
-	var ou *transport.OriginUnhealthyError
-	var th *transport.ThrottledError
+	var nh *pool.NoHealthyExitError
+	var ou *pool.OriginUnhealthyError
+	var th *pool.ThrottledError
 	switch {
 	case errors.As(err, &nh):
 		reason, retryIn = RefusalNoHealthyExit, nh.RetryIn
@@ -361,18 +383,18 @@ func buildRefusal(k optKey) attribute.Set {
 
 // Throttled records how long a request waited for a rate-limit token, and an event on the span in
 // ctx.
-func (o *Observer) Throttled(ctx context.Context, t transport.Throttle) {
+func (o *Observer) Throttled(ctx context.Context, t pool.Throttle) {
 	exit := ""
 	if t.Exit != nil {
 		exit = t.Exit.Label()
 	}
 	exit, origin := o.lab.labels(exit, t.Origin)
-	o.in.wait.Record(ctx, t.Waited.Seconds(), o.lab.option(optKey{kind: kindWait, exit: exit, origin: origin, a: t.Scope, b: strconv.FormatBool(t.Refused)}, buildWait).rec...)
+	o.in.wait.Record(ctx, t.Waited.Seconds(), o.lab.option(optKey{kind: kindWait, exit: exit, origin: origin, a: t.Scope.String(), b: strconv.FormatBool(t.Refused)}, buildWait).rec...)
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
 	}
-	kv := []attribute.KeyValue{AttrLimitScope.String(t.Scope), AttrWaited.Float64(t.Waited.Seconds()), AttrLimitRefused.Bool(t.Refused)}
+	kv := []attribute.KeyValue{AttrLimitScope.String(t.Scope.String()), AttrWaited.Float64(t.Waited.Seconds()), AttrLimitRefused.Bool(t.Refused)}
 	if t.Exit != nil {
 		kv = append(kv, AttrExit.String(t.Exit.Label()))
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,8 +21,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -68,8 +73,8 @@ func TestThrottled(t *testing.T) {
 	b := newBench(t)
 	exit := b.tr.Pool().Exits()[0]
 	ctx, span := b.tracer.Start(context.Background(), "request")
-	b.obs.Throttled(ctx, transport.Throttle{Origin: "shop.example", Exit: exit, Scope: "pair", Waited: 250 * time.Millisecond})
-	b.obs.Throttled(ctx, transport.Throttle{Origin: "shop.example", Scope: "origin", Waited: 2 * time.Second, Refused: true})
+	b.obs.Throttled(ctx, pool.Throttle{Origin: "shop.example", Exit: exit, Scope: pool.ScopePair, Waited: 250 * time.Millisecond})
+	b.obs.Throttled(ctx, pool.Throttle{Origin: "shop.example", Scope: pool.ScopeOrigin, Waited: 2 * time.Second, Refused: true})
 	span.End()
 	got := series(t, b.collect(0))
 	for k, v := range map[string]float64{
@@ -98,25 +103,169 @@ func TestThrottled(t *testing.T) {
 	}
 }
 
-func TestRegister(t *testing.T) {
-	b := newBench(t)
-	if err := b.obs.Register(b.tr.Pool()); err == nil {
-		t.Errorf("a second Register = nil, want an error")
+// gaugeNames are the metrics observed from the bound pool's snapshot.
+var gaugeNames = []string{otelbreaker.MetricBreakerState, otelbreaker.MetricTimeToProbe, otelbreaker.MetricBreakers, otelbreaker.MetricParkedExits}
+
+// gauges returns the series of the breaker gauges alone.
+func gauges(got map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range got {
+		if slices.Contains(gaugeNames, metricName(k)) {
+			out[k] = v
+		}
 	}
-	if err := b.obs.Register(nil); err == nil {
-		t.Errorf("Register(nil) = nil, want an error")
+	return out
+}
+
+// TestOneCallPlugsIn: transport.New(p, transport.WithObserver(obs)) is the whole setup. The
+// gauges report p's breakers before any request, the pool's events (a trip) are counted, and
+// Transport.Close unbinds the gauges and takes the observer off the pool: a breaker that opens
+// afterwards is not counted. Another transport plugs the same observer in again.
+func TestOneCallPlugsIn(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	obs, err := otelbreaker.New(otelbreaker.WithMeterProvider(mp), otelbreaker.WithTracerProvider(tracenoop.NewTracerProvider()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := b.obs.Close(); err != nil {
+	clk := clock.NewFake(t0)
+	p, err := pool.New(pool.WithExits(benchExits()...), pool.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	base := &script{clock: clk, rules: map[[2]string]reply{}}
+	base.on("bravo", "*", reply{Status: http.StatusProxyAuthRequired})
+	tr, err := transport.New(p, transport.WithBase(base), transport.WithObserver(obs), transport.WithHeaderTimeout(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	collect := func() map[string]float64 {
+		t.Helper()
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatalf("Collect: %v", err)
+		}
+		return series(t, rm)
+	}
+	exitState := func(label string) string {
+		return key(otelbreaker.MetricBreakerState, "proxybreaker.breaker.scope=exit", "proxybreaker.exit.label="+label)
+	}
+	parked := key(otelbreaker.MetricParkedExits)
+	closedExits := key(otelbreaker.MetricBreakers, "proxybreaker.breaker.scope=exit", "proxybreaker.breaker.state=closed")
+
+	diffSeries(t, "after transport.New alone", collect(), map[string]float64{
+		exitState("alpha"): 0, exitState("bravo"): 0, exitState("charlie"): 0, closedExits: 3, parked: 0,
+	})
+
+	// bravo's proxy rejects its credentials: the exit is parked. The trip reaches the observer as
+	// a pool event; the gauges read it from the pool.
+	req := mustRequest(t, shop)
+	resp, err := tr.RoundTrip(req.WithContext(transport.ContextWithExit(req.Context(), "bravo")))
+	if err != nil {
+		t.Fatalf("RoundTrip through bravo: %v", err)
+	}
+	resp.Body.Close()
+	bravoTrip := key(otelbreaker.MetricTrips, "proxybreaker.exit.label=bravo", "proxybreaker.breaker.scope=exit",
+		"proxybreaker.breaker.cause=permanent", "proxybreaker.breaker.reason=proxy_auth")
+	got := collect()
+	for k, v := range map[string]float64{exitState("bravo"): otelbreaker.StateOpen, parked: 1, bravoTrip: 1} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("bravo parked: series %s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+
+	// A second transport over the same pool cannot plug the same observer in twice.
+	if tr2, err := transport.New(p, transport.WithObserver(obs)); err == nil {
+		tr2.Close()
+		t.Errorf("a second transport.New with the bound observer = nil error, want one")
+	} else if !strings.Contains(err.Error(), "already bound") {
+		t.Errorf("a second transport.New with the bound observer: %v, want \"already bound\"", err)
+	}
+	if got := gauges(collect()); got[parked] != 1 {
+		t.Errorf("after the refused second transport: gauges %v, want them still bound", got)
+	}
+
+	if err := tr.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+	if got := gauges(collect()); len(got) != 0 {
+		t.Errorf("after Transport.Close: gauges %v, want none", got)
+	}
+	// The pool goes on without the observer: alpha parked now is no trip of its.
+	lease, err := p.Pick(context.Background(), pool.Request{Origin: "shop.example", Exit: "alpha"})
+	if err != nil {
+		t.Fatalf("Pick alpha: %v", err)
+	}
+	lease.Report(pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth})
+	got = collect()
+	for k := range got {
+		if strings.Contains(k, "alpha") && metricName(k) == otelbreaker.MetricTrips {
+			t.Errorf("after Transport.Close: series %s = %v, want no trip counted", k, got[k])
+		}
+	}
+	if got[bravoTrip] != 1 {
+		t.Errorf("after Transport.Close: %s = %v, want the earlier trip kept", bravoTrip, got[bravoTrip])
+	}
+
+	tr3, err := transport.New(p, transport.WithObserver(obs))
+	if err != nil {
+		t.Fatalf("transport.New after Close: %v", err)
+	}
+	defer tr3.Close()
+	if got := collect(); got[parked] != 2 || got[exitState("alpha")] != otelbreaker.StateOpen {
+		t.Errorf("plugged in again: parked %v, alpha %v; want 2, %d", got[parked], got[exitState("alpha")], otelbreaker.StateOpen)
+	}
+}
+
+// TestBind: Bind by hand binds the gauges alone; an Observer is bound to one pool at a time; an
+// unbind func works once, and a stale one leaves a later binding alone.
+func TestBind(t *testing.T) {
+	b := newBench(t) // bound by transport.New
+	if _, err := b.obs.Bind(b.tr.Pool()); err == nil {
+		t.Errorf("a second Bind of the same pool = nil error, want one")
+	}
+	other, err := pool.New(pool.WithExits(benchExits()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	if _, err := b.obs.Bind(other); err == nil {
+		t.Errorf("Bind of another pool while bound = nil error, want one")
+	}
+	if _, err := b.obs.Bind(nil); err == nil {
+		t.Errorf("Bind(nil) = nil error, want one")
+	}
+	b.tr.Close()
 	if got := series(t, b.collect(0)); len(got) != 0 {
-		t.Errorf("after Close: %d series %v, want none (no gauges, no traffic)", len(got), got)
+		t.Errorf("after Transport.Close: %d series %v, want none (no gauges, no traffic)", len(got), got)
 	}
-	if err := b.obs.Register(b.tr.Pool()); err != nil {
-		t.Fatalf("Register after Close: %v", err)
+
+	unbind, err := b.obs.Bind(b.tr.Pool())
+	if err != nil {
+		t.Fatalf("Bind after Close: %v", err)
 	}
-	if got := series(t, b.collect(0)); got[key("proxybreaker.exits.parked")] != 0 || len(got) == 0 {
-		t.Errorf("after Register again: %v, want the gauges back", got)
+	if got := gauges(series(t, b.collect(0))); len(got) == 0 {
+		t.Errorf("after Bind: no gauges, want them back")
+	}
+	unbind()
+	unbind()
+	if got := series(t, b.collect(0)); len(got) != 0 {
+		t.Errorf("after unbind: %d series %v, want none", len(got), got)
+	}
+	unbindOther, err := b.obs.Bind(other)
+	if err != nil {
+		t.Fatalf("Bind of another pool after unbind: %v", err)
+	}
+	unbind() // stale: must not unbind other
+	if got := gauges(series(t, b.collect(0))); len(got) == 0 {
+		t.Errorf("a stale unbind unbound the current binding")
+	}
+	unbindOther()
+	if got := series(t, b.collect(0)); len(got) != 0 {
+		t.Errorf("after unbindOther: %d series %v, want none", len(got), got)
 	}
 }
 
@@ -165,20 +314,28 @@ func TestInstrumentErrorsGoToHandle(t *testing.T) {
 	if n != 10 {
 		t.Errorf("otel.Handle got %d errors, want 10 (one per instrument)", n)
 	}
-	tr, err := transport.New(transport.WithExits(benchExits()...), transport.WithBase(&script{rules: map[[2]string]reply{}}), transport.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	if err := obs.Register(tr.Pool()); err != nil {
-		t.Fatalf("Register: %v", err)
-	}
+	tr := newTransport(t, benchExits(), transport.WithBase(&script{rules: map[[2]string]reply{}}), transport.WithObserver(obs))
 	resp, err := tr.RoundTrip(mustRequest(t, shop))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+}
+
+// newTransport returns a transport over a new pool of exits, closed when the test ends.
+func newTransport(t *testing.T, exits []*pool.Exit, opts ...transport.Option) *transport.Transport {
+	t.Helper()
+	p, err := pool.New(pool.WithExits(exits...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := transport.New(p, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
 }
 
 func mustRequest(t testing.TB, rawURL string) *http.Request {
@@ -197,15 +354,7 @@ func TestGlobalNoopProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := transport.New(transport.WithExits(benchExits()...), transport.WithBase(&script{rules: map[[2]string]reply{}}), transport.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	if err := obs.Register(tr.Pool()); err != nil {
-		t.Fatal(err)
-	}
-	defer obs.Close()
+	tr := newTransport(t, benchExits(), transport.WithBase(&script{rules: map[[2]string]reply{}}), transport.WithObserver(obs))
 	resp, err := tr.RoundTrip(mustRequest(t, shop))
 	if err != nil {
 		t.Fatal(err)
@@ -229,19 +378,11 @@ func TestConcurrentAttempts(t *testing.T) {
 	base := &script{rules: map[[2]string]reply{}}
 	base.on("*", "down.example", reply{Err: timeoutErr})
 	base.on("*", "busy.example", reply{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"1"}}})
-	exits := make([]*transport.Exit, 8)
+	exits := make([]*pool.Exit, 8)
 	for i := range exits {
-		exits[i] = transport.MustParseExit(fmt.Sprintf("http://u:pw%d@10.0.1.%d:3128", i, i+1)).WithLabel(fmt.Sprintf("e%d", i))
+		exits[i] = pool.MustParseExit(fmt.Sprintf("http://u:pw%d@10.0.1.%d:3128", i, i+1)).WithLabel(fmt.Sprintf("e%d", i))
 	}
-	tr, err := transport.New(transport.WithExits(exits...), transport.WithBase(base), transport.WithObserver(obs), transport.WithHeaderTimeout(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	if err := obs.Register(tr.Pool()); err != nil {
-		t.Fatal(err)
-	}
-	defer obs.Close()
+	tr := newTransport(t, exits, transport.WithBase(base), transport.WithObserver(obs), transport.WithHeaderTimeout(-1))
 
 	const workers, perWorker = 16, 200
 	origins := []string{shop, down, "https://busy.example/", "https://a.example/", "https://b.example/"}

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/ratelimit"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // shopEvery10s allows shop.example one request every 10 s, across all exits.
-func shopEvery10s(failFast bool) []transport.Option {
-	return []transport.Option{transport.WithRateLimits(ratelimit.Limits{
+func shopEvery10s(failFast bool) []pool.Option {
+	return []pool.Option{pool.WithRateLimits(ratelimit.Limits{
 		Origins:  map[string]ratelimit.Limit{"shop.example": ratelimit.Every(10 * time.Second)},
 		FailFast: failFast,
 	})}

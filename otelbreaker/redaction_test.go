@@ -18,8 +18,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/statuspage"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // leakyErr is the kind of error a careless base RoundTripper returns: it prints the proxy URL,
@@ -38,7 +38,7 @@ func (e *leakyErr) Temporary() bool { return true }
 func TestNoCredentialsExported(t *testing.T) {
 	const deltaPass = "delta-Unl4belled!pw"
 	secrets := append([]string{deltaPass}, passwords...)
-	exits := append(benchExits(), transport.MustParseExit("http://delta-user:"+deltaPass+"@10.0.0.4:3128").WithTier(3))
+	exits := append(benchExits(), pool.MustParseExit("http://delta-user:"+deltaPass+"@10.0.0.4:3128").WithTier(3))
 	b := newBenchWith(t, exits)
 
 	// The same metrics through the Prometheus exporter, as an operator would scrape them.
@@ -51,10 +51,12 @@ func TestNoCredentialsExported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := promObs.Register(b.tr.Pool()); err != nil {
+	// The pool's half alone: its events and gauges, no transport.
+	unplug, err := b.tr.Pool().Observe(promObs)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer promObs.Close()
+	defer unplug()
 
 	for _, e := range exits {
 		b.base.on(e.Label(), "down.example", reply{Err: &leakyErr{e.ProxyURL().String()}, Took: 100 * time.Millisecond})
@@ -76,7 +78,7 @@ func TestNoCredentialsExported(t *testing.T) {
 	b.get(next(), shop) // refused: every exit parked or open
 	ctx, span := b.tracer.Start(context.Background(), "request")
 	for _, o := range []*otelbreaker.Observer{b.obs, promObs} {
-		o.Throttled(ctx, transport.Throttle{Origin: "shop.example", Exit: exits[3], Scope: "exit", Waited: time.Second})
+		o.Throttled(ctx, pool.Throttle{Origin: "shop.example", Exit: exits[3], Scope: pool.ScopeExit, Waited: time.Second})
 	}
 	span.End()
 	if len(b.attemptSpans()) < 10 {

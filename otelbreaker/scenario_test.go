@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // attrs is a span's or event's attributes as key → Go value (int64, float64, bool, string).
@@ -159,7 +159,7 @@ func TestScenario(t *testing.T) {
 			took: 500 * time.Millisecond, fail: "timeout",
 			span:  failed(begin(charlie, 2, "down.example", false, "closed", "closed"), "transient", "timeout", "pair", 0),
 			event: []attrs{opened(transition("origin", "", "down.example", "closed", "open", "failures", "timeout", 1, 1), false, -1)}},
-		{name: "s8 down: refused, origin unhealthy", at: 9 * time.Second, url: down, err: transport.ErrOriginUnhealthy,
+		{name: "s8 down: refused, origin unhealthy", at: 9 * time.Second, url: down, err: pool.ErrOriginUnhealthy,
 			refused: attrs{"proxybreaker.refusal.reason": "origin_unhealthy", "proxybreaker.origin": "down.example",
 				"server.address": "down.example", "server.port": int64(443), "proxybreaker.refusal.retry_in": -1.0}},
 		{name: "s9 shop through alpha: 429 Retry-After 30 trips the pair", at: 10 * time.Second, url: shop, exit: alpha,
@@ -177,7 +177,7 @@ func TestScenario(t *testing.T) {
 			span: failed(begin(charlie, 2, "shop.example", false, "closed", "closed"), "permanent", "proxy_auth", "exit", 407).
 				with("proxybreaker.exit.state_after", "open"),
 			event: []attrs{opened(transition("exit", charlie, "", "closed", "open", "permanent", "proxy_auth", 1, 0), true, 900)}},
-		{name: "s12 shop: refused, no healthy exit", at: 13 * time.Second, url: shop, err: transport.ErrNoHealthyExit,
+		{name: "s12 shop: refused, no healthy exit", at: 13 * time.Second, url: shop, err: pool.ErrNoHealthyExit,
 			refused: attrs{"proxybreaker.refusal.reason": "no_healthy_exit", "proxybreaker.origin": "shop.example",
 				"server.address": "shop.example", "server.port": int64(443), "proxybreaker.refusal.retry_in": 27.2}},
 		{name: "s13 shop through alpha: the probe closes the pair", at: 41 * time.Second, url: shop, exit: alpha,
@@ -373,7 +373,7 @@ func metricName(k string) string {
 }
 
 // originSnapshot returns the origin guard's snapshot.
-func originSnapshot(t *testing.T, b *bench, origin string) transport.OriginStatus {
+func originSnapshot(t *testing.T, b *bench, origin string) pool.OriginStatus {
 	t.Helper()
 	for _, o := range b.tr.Pool().Snapshot().Origins {
 		if o.Origin == origin {
@@ -381,7 +381,7 @@ func originSnapshot(t *testing.T, b *bench, origin string) transport.OriginStatu
 		}
 	}
 	t.Fatalf("no origin %q in the snapshot", origin)
-	return transport.OriginStatus{}
+	return pool.OriginStatus{}
 }
 
 // midway is every series at t0+14s, once s12 has been refused: three pairs OPEN, two exits

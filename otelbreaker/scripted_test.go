@@ -22,6 +22,7 @@ import (
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -120,11 +121,11 @@ var passwords = []string{alphaPass, bravoPass, charliePass}
 
 // benchExits are alpha (tier 0), bravo (tier 1) and charlie (tier 2): the lowest tier with a ready
 // exit serves, so which exit carries each request is decided by the breakers alone.
-func benchExits() []*transport.Exit {
-	return []*transport.Exit{
-		transport.MustParseExit("http://alpha-user:" + alphaPass + "@10.0.0.1:3128").WithLabel("alpha").WithTier(0),
-		transport.MustParseExit("http://bravo-user:" + bravoPass + "@10.0.0.2:3128").WithLabel("bravo").WithTier(1),
-		transport.MustParseExit("10.0.0.3:3128:charlie-user:" + charliePass).WithLabel("charlie").WithTier(2),
+func benchExits() []*pool.Exit {
+	return []*pool.Exit{
+		pool.MustParseExit("http://alpha-user:" + alphaPass + "@10.0.0.1:3128").WithLabel("alpha").WithTier(0),
+		pool.MustParseExit("http://bravo-user:" + bravoPass + "@10.0.0.2:3128").WithLabel("bravo").WithTier(1),
+		pool.MustParseExit("10.0.0.3:3128:charlie-user:" + charliePass).WithLabel("charlie").WithTier(2),
 	}
 }
 
@@ -136,13 +137,14 @@ func newBench(t *testing.T, obsOpts ...otelbreaker.Option) *bench {
 }
 
 // newBenchWith is newBench over the given exits.
-func newBenchWith(t *testing.T, exits []*transport.Exit, obsOpts ...otelbreaker.Option) *bench {
+func newBenchWith(t *testing.T, exits []*pool.Exit, obsOpts ...otelbreaker.Option) *bench {
 	t.Helper()
 	return newBenchFull(t, exits, nil, obsOpts...)
 }
 
-// newBenchFull is newBenchWith with more transport options, applied last.
-func newBenchFull(t *testing.T, exits []*transport.Exit, trOpts []transport.Option, obsOpts ...otelbreaker.Option) *bench {
+// newBenchFull is newBenchWith with more pool options, applied last. The observer is plugged in
+// by transport.New alone: its gauges are bound to the pool there, and unbound by Transport.Close.
+func newBenchFull(t *testing.T, exits []*pool.Exit, poolOpts []pool.Option, obsOpts ...otelbreaker.Option) *bench {
 	t.Helper()
 	b := &bench{t: t, clock: clock.NewFake(t0), spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
 	b.base = &script{clock: b.clock, rules: map[[2]string]reply{}}
@@ -160,27 +162,24 @@ func newBenchFull(t *testing.T, exits []*transport.Exit, trOpts []transport.Opti
 		t.Fatalf("otelbreaker.New: %v", err)
 	}
 	b.obs = obs
-	exitSettings := transport.DefaultExitSettings()
+	exitSettings := pool.DefaultExitSettings()
 	exitSettings.Jitter = -1
-	tr, err := transport.New(append([]transport.Option{
-		transport.WithExits(exits...),
-		transport.WithBase(b.base),
-		transport.WithClock(b.clock),
-		transport.WithObserver(obs),
-		transport.WithBreakerSettings(breaker.Settings{Jitter: -1}),
-		transport.WithExitBreakerSettings(exitSettings),
-		transport.WithIdleTTL(1000 * time.Hour),
-		transport.WithHeaderTimeout(-1),
-	}, trOpts...)...)
+	p, err := pool.New(append([]pool.Option{
+		pool.WithExits(exits...),
+		pool.WithClock(b.clock),
+		pool.WithPairSettings(breaker.Settings{Jitter: -1}),
+		pool.WithExitSettings(exitSettings),
+		pool.WithIdleTTL(1000 * time.Hour),
+	}, poolOpts...)...)
+	if err != nil {
+		t.Fatalf("pool.New: %v", err)
+	}
+	tr, err := transport.New(p, transport.WithBase(b.base), transport.WithObserver(obs), transport.WithHeaderTimeout(-1))
 	if err != nil {
 		t.Fatalf("transport.New: %v", err)
 	}
 	t.Cleanup(func() { tr.Close() })
 	b.tr = tr
-	if err := obs.Register(tr.Pool()); err != nil {
-		t.Fatalf("Register: %v", err)
-	}
-	t.Cleanup(func() { obs.Close() })
 	return b
 }
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // Breaker transitions reach StateChanged without a context, on the goroutine that caused them and
@@ -37,11 +37,11 @@ type pendingTransitions struct {
 type pendingEntry struct {
 	used bool
 	at   int64 // c.At in Unix nanoseconds
-	c    transport.StateChange
+	c    pool.StateChange
 }
 
 // add keeps c until an attempt claims it, it expires, or newer ones push it out.
-func (p *pendingTransitions) add(c transport.StateChange) {
+func (p *pendingTransitions) add(c pool.StateChange) {
 	p.mu.Lock()
 	e := &p.buf[p.next]
 	if !e.used {
@@ -56,12 +56,12 @@ func (p *pendingTransitions) add(c transport.StateChange) {
 // origin whose instant is within slack of at, and that started (cooldown) is true for: the
 // attempt was admitted as a probe, or false for: its verdict was applied. It drops transitions older
 // than pendingTTL before at.
-func (p *pendingTransitions) claim(a *transport.AttemptInfo, at time.Time, slack time.Duration, started bool, f func(transport.StateChange)) {
+func (p *pendingTransitions) claim(a *pool.LeaseInfo, at time.Time, slack time.Duration, started bool, f func(pool.StateChange)) {
 	if p.n.Load() == 0 {
 		return
 	}
 	t := at.UnixNano()
-	var mine [4]transport.StateChange // at most pair, exit and origin; more are rare
+	var mine [4]pool.StateChange // at most pair, exit and origin; more are rare
 	out := mine[:0]
 	p.mu.Lock()
 	for k := range pendingSize {
@@ -87,13 +87,13 @@ func (p *pendingTransitions) claim(a *transport.AttemptInfo, at time.Time, slack
 }
 
 // belongs reports whether c is a transition of the attempt's pair, exit or origin breaker.
-func belongs(c *transport.StateChange, a *transport.AttemptInfo) bool {
+func belongs(c *pool.StateChange, a *pool.LeaseInfo) bool {
 	switch c.Scope {
-	case transport.ScopePair:
+	case pool.ScopePair:
 		return c.Exit == a.Exit && c.Origin == a.Origin
-	case transport.ScopeExit:
+	case pool.ScopeExit:
 		return c.Exit == a.Exit
-	case transport.ScopeOrigin:
+	case pool.ScopeOrigin:
 		return c.Origin == a.Origin
 	}
 	return false

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -18,15 +19,16 @@ type Decision struct {
 	// not come from a transport.Transport.
 	Retry bool
 	// Wait is the least time before a retry can go out at all: the soonest probe when no exit was
-	// ready (NoHealthyExitError.RetryIn), the origin guard's next probe (OriginUnhealthyError.RetryIn),
-	// the next token (ThrottledError.RetryIn), or an origin-scoped failure's Retry-After. Zero means
-	// at once: the retry goes out through another exit.
+	// ready (pool.NoHealthyExitError.RetryIn), the origin guard's next probe
+	// (pool.OriginUnhealthyError.RetryIn), the next token (pool.ThrottledError.RetryIn), or an
+	// origin-scoped failure's Retry-After. Zero means at once: the retry goes out through another
+	// exit.
 	Wait time.Duration
 	// Verdict is how the transport classified the attempt. A refusal without an attempt (no exit,
-	// origin unhealthy, throttled) has Class transport.ClassNotAttempted. Verdict.RetryAfter is the
+	// origin unhealthy, throttled) has Class pool.ClassNotAttempted. Verdict.RetryAfter is the
 	// origin's Retry-After for the exit that failed; the pair's breaker already keeps that exit away
 	// for that long, so a retry through another exit need not wait it (Settings.WaitRetryAfter).
-	Verdict transport.Verdict
+	Verdict pool.Verdict
 	// Exit is the label of the exit that carried the attempt; empty when none did.
 	Exit string
 	// Origin is the origin the request was for: the transport's origin key when its error says it,
@@ -68,16 +70,16 @@ func Decide(resp *http.Response, err error) Decision {
 //	transient   origin         yes     v.RetryAfter
 //	permanent   pair or exit   yes     0: the exit is parked, another carries the request
 //	permanent   origin         no      -
-func DecideVerdict(v transport.Verdict) Decision {
+func DecideVerdict(v pool.Verdict) Decision {
 	d := Decision{Verdict: v}
 	switch v.Outcome {
-	case transport.Transient:
+	case pool.Transient:
 		d.Retry = true
-		if v.Scope == transport.ScopeOrigin {
+		if v.Scope == pool.ScopeOrigin {
 			d.Wait = v.RetryAfter
 		}
-	case transport.Permanent:
-		d.Retry = v.Scope != transport.ScopeOrigin
+	case pool.Permanent:
+		d.Retry = v.Scope != pool.ScopeOrigin
 	}
 	return d
 }
@@ -85,11 +87,11 @@ func DecideVerdict(v transport.Verdict) Decision {
 func decideError(err error) Decision {
 	var (
 		ae *transport.AttemptError
-		nh *transport.NoHealthyExitError
-		ou *transport.OriginUnhealthyError
-		th *transport.ThrottledError
+		nh *pool.NoHealthyExitError
+		ou *pool.OriginUnhealthyError
+		th *pool.ThrottledError
 	)
-	refused := Decision{Verdict: transport.Verdict{Outcome: transport.Neutral, Class: transport.ClassNotAttempted}}
+	refused := Decision{Verdict: pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassNotAttempted}}
 	switch {
 	case errors.As(err, &ae):
 		d := DecideVerdict(ae.Verdict)
@@ -112,17 +114,17 @@ func decideError(err error) Decision {
 	}
 	// Not the transport's: the caller's cancellation, a redirect policy, a malformed request, a
 	// closed transport. Retrying cannot help.
-	return Decision{Verdict: transport.Verdict{Outcome: transport.Neutral, Class: transport.ClassError}}
+	return Decision{Verdict: pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassError}}
 }
 
 // statusVerdict judges a response that did not come through a Transport by its status alone.
-func statusVerdict(resp *http.Response) transport.Verdict {
+func statusVerdict(resp *http.Response) pool.Verdict {
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		ra, _ := transport.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		return transport.Verdict{Outcome: transport.Transient, Class: transport.ClassError, RetryAfter: ra}
+		return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassError, RetryAfter: ra}
 	}
-	return transport.Verdict{Outcome: transport.Success}
+	return pool.Verdict{Outcome: pool.Success}
 }
 
 // Exponential returns the exponential backoff with jitter before retry number attempt (0 for the

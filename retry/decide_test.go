@@ -12,31 +12,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 func TestDecideVerdict(t *testing.T) {
 	tests := []struct {
-		v         transport.Verdict
+		v         pool.Verdict
 		retry     bool
 		wait      time.Duration
 		retryWait time.Duration // Verdict.RetryAfter as passed on
 	}{
-		{transport.Verdict{Outcome: transport.Success, Class: transport.ClassOK}, false, 0, 0},
-		{transport.Verdict{Outcome: transport.Success, Class: transport.ClassOrigin4xx}, false, 0, 0},
-		{transport.Verdict{Outcome: transport.Neutral, Class: transport.ClassOriginError}, false, 0, 0},
-		{transport.Verdict{Outcome: transport.Neutral, Class: transport.ClassCanceled}, false, 0, 0},
-		{transport.Verdict{Outcome: transport.Neutral, Scope: transport.ScopeOrigin, Class: transport.ClassOriginDNS}, false, 0, 0},
-		{transport.Verdict{Outcome: transport.Transient, Class: transport.ClassTimeout, ConnLevel: true}, true, 0, 0},
-		{transport.Verdict{Outcome: transport.Transient, Class: transport.ClassRateLimited, RetryAfter: 7 * time.Second}, true, 0, 7 * time.Second},
-		{transport.Verdict{Outcome: transport.Transient, Class: transport.ClassBlocked, Detector: "cloudflare"}, true, 0, 0},
-		{transport.Verdict{Outcome: transport.Transient, Class: transport.ClassOrigin5xx, Soft: true}, true, 0, 0},
-		{transport.Verdict{Outcome: transport.Transient, Scope: transport.ScopeOrigin, Class: "down", RetryAfter: 3 * time.Second}, true, 3 * time.Second, 3 * time.Second},
-		{transport.Verdict{Outcome: transport.Permanent, Scope: transport.ScopeExit, Class: transport.ClassProxyAuth}, true, 0, 0},
-		{transport.Verdict{Outcome: transport.Permanent, Scope: transport.ScopeExit, Class: transport.ClassProxyRefused}, true, 0, 0},
-		{transport.Verdict{Outcome: transport.Permanent, Scope: transport.ScopePair, Class: "banned"}, true, 0, 0},
-		{transport.Verdict{Outcome: transport.Permanent, Scope: transport.ScopeOrigin, Class: "gone"}, false, 0, 0},
+		{pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}, false, 0, 0},
+		{pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}, false, 0, 0},
+		{pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassOriginError}, false, 0, 0},
+		{pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}, false, 0, 0},
+		{pool.Verdict{Outcome: pool.Neutral, Scope: pool.ScopeOrigin, Class: pool.ClassOriginDNS}, false, 0, 0},
+		{pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}, true, 0, 0},
+		{pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: 7 * time.Second}, true, 0, 7 * time.Second},
+		{pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked, Detector: "cloudflare"}, true, 0, 0},
+		{pool.Verdict{Outcome: pool.Transient, Class: pool.ClassOrigin5xx, Soft: true}, true, 0, 0},
+		{pool.Verdict{Outcome: pool.Transient, Scope: pool.ScopeOrigin, Class: "down", RetryAfter: 3 * time.Second}, true, 3 * time.Second, 3 * time.Second},
+		{pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}, true, 0, 0},
+		{pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyRefused}, true, 0, 0},
+		{pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopePair, Class: "banned"}, true, 0, 0},
+		{pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeOrigin, Class: "gone"}, false, 0, 0},
 	}
 	for i, tt := range tests {
 		d := retry.DecideVerdict(tt.v)
@@ -50,38 +51,38 @@ func TestDecideVerdict(t *testing.T) {
 func wrapped(err error) error { return &url.Error{Op: "Get", URL: "http://shop.example/", Err: err} }
 
 func TestDecideError(t *testing.T) {
-	ctxErr := &transport.ThrottledError{Origin: "shop.example", Scope: "origin", RetryIn: time.Second, Err: context.Canceled}
+	ctxErr := &pool.ThrottledError{Origin: "shop.example", Scope: pool.ScopeOrigin, RetryIn: time.Second, Err: context.Canceled}
 	tests := []struct {
 		name   string
 		err    error
 		retry  bool
 		wait   time.Duration
-		class  transport.Class
+		class  pool.Class
 		exit   string
 		origin string
 	}{
 		{"timeout", wrapped(&transport.AttemptError{Exit: "dc-1", Origin: "shop.example",
-			Verdict: transport.Verdict{Outcome: transport.Transient, Class: transport.ClassTimeout}, Err: errors.New("timeout")}),
-			true, 0, transport.ClassTimeout, "dc-1", "shop.example"},
+			Verdict: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout}, Err: errors.New("timeout")}),
+			true, 0, pool.ClassTimeout, "dc-1", "shop.example"},
 		{"connect 407", wrapped(&transport.AttemptError{Exit: "dc-2", Origin: "shop.example",
-			Verdict: transport.Verdict{Outcome: transport.Permanent, Scope: transport.ScopeExit, Class: transport.ClassProxyAuth},
+			Verdict: pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth},
 			Err:     &transport.ProxyConnectError{Exit: "dc-2", StatusCode: 407}}),
-			true, 0, transport.ClassProxyAuth, "dc-2", "shop.example"},
+			true, 0, pool.ClassProxyAuth, "dc-2", "shop.example"},
 		{"caller cancelled", wrapped(&transport.AttemptError{Exit: "dc-1", Origin: "shop.example",
-			Verdict: transport.Verdict{Outcome: transport.Neutral, Class: transport.ClassCanceled}, Err: context.Canceled}),
-			false, 0, transport.ClassCanceled, "dc-1", "shop.example"},
-		{"no healthy exit", wrapped(&transport.NoHealthyExitError{Origin: "shop.example", Exits: 3, RetryIn: 45 * time.Second}),
-			true, 45 * time.Second, transport.ClassNotAttempted, "", "shop.example"},
-		{"empty pool", wrapped(&transport.NoHealthyExitError{Origin: "shop.example"}),
-			false, 0, transport.ClassNotAttempted, "", "shop.example"},
-		{"origin unhealthy", wrapped(&transport.OriginUnhealthyError{Origin: "shop.example", FailingExits: 3, RetryIn: 10 * time.Second}),
-			true, 10 * time.Second, transport.ClassNotAttempted, "", "shop.example"},
-		{"throttled", wrapped(&transport.ThrottledError{Origin: "shop.example", Scope: "pair", RetryIn: 250 * time.Millisecond}),
-			true, 250 * time.Millisecond, transport.ClassNotAttempted, "", "shop.example"},
-		{"throttled, caller gave up", wrapped(ctxErr), false, time.Second, transport.ClassNotAttempted, "", "shop.example"},
-		{"closed transport", wrapped(transport.ErrClosed), false, 0, transport.ClassError, "", ""},
-		{"redirect policy", wrapped(errors.New("stopped after 10 redirects")), false, 0, transport.ClassError, "", ""},
-		{"context canceled", context.Canceled, false, 0, transport.ClassError, "", ""},
+			Verdict: pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}, Err: context.Canceled}),
+			false, 0, pool.ClassCanceled, "dc-1", "shop.example"},
+		{"no healthy exit", wrapped(&pool.NoHealthyExitError{Origin: "shop.example", Exits: 3, RetryIn: 45 * time.Second}),
+			true, 45 * time.Second, pool.ClassNotAttempted, "", "shop.example"},
+		{"empty pool", wrapped(&pool.NoHealthyExitError{Origin: "shop.example"}),
+			false, 0, pool.ClassNotAttempted, "", "shop.example"},
+		{"origin unhealthy", wrapped(&pool.OriginUnhealthyError{Origin: "shop.example", FailingExits: 3, RetryIn: 10 * time.Second}),
+			true, 10 * time.Second, pool.ClassNotAttempted, "", "shop.example"},
+		{"throttled", wrapped(&pool.ThrottledError{Origin: "shop.example", Scope: pool.ScopePair, RetryIn: 250 * time.Millisecond}),
+			true, 250 * time.Millisecond, pool.ClassNotAttempted, "", "shop.example"},
+		{"throttled, caller gave up", wrapped(ctxErr), false, time.Second, pool.ClassNotAttempted, "", "shop.example"},
+		{"closed transport", wrapped(transport.ErrClosed), false, 0, pool.ClassError, "", ""},
+		{"redirect policy", wrapped(errors.New("stopped after 10 redirects")), false, 0, pool.ClassError, "", ""},
+		{"context canceled", context.Canceled, false, 0, pool.ClassError, "", ""},
 	}
 	for _, tt := range tests {
 		d := retry.Decide(nil, tt.err)
@@ -161,14 +162,14 @@ func TestExponential(t *testing.T) {
 
 func TestErrorMessages(t *testing.T) {
 	re := &retry.ResponseError{Exit: "dc-1", Origin: "shop.example", StatusCode: 429,
-		Verdict: transport.Verdict{Outcome: transport.Transient, Class: transport.ClassRateLimited, RetryAfter: 7 * time.Second}}
+		Verdict: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: 7 * time.Second}}
 	if got, want := re.Error(), "retry: via dc-1 to shop.example: 429 Too Many Requests: rate_limited, retry after 7s"; got != want {
 		t.Errorf("ResponseError.Error() = %q, want %q", got, want)
 	}
-	nh := wrapped(&transport.NoHealthyExitError{Origin: "shop.example", Exits: 2, RetryIn: 15 * time.Minute})
-	auth := transport.Verdict{Outcome: transport.Permanent, Scope: transport.ScopeExit, Class: transport.ClassProxyAuth}
+	nh := wrapped(&pool.NoHealthyExitError{Origin: "shop.example", Exits: 2, RetryIn: 15 * time.Minute})
+	auth := pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}
 	ge := &retry.GiveUpError{Origin: "shop.example", Wait: 15 * time.Minute, MaxWait: 30 * time.Second, Err: nh,
-		Failures: []retry.Failure{
+		Failures: []pool.FailedAttempt{
 			{Exit: "a", Verdict: auth, Err: &retry.ResponseError{Exit: "a", StatusCode: 407, Verdict: auth}},
 			{Exit: "b", Verdict: auth, Err: wrapped(&transport.AttemptError{Exit: "b", Verdict: auth, Err: &transport.ProxyConnectError{Exit: "b", StatusCode: 407}})},
 		}}
@@ -179,12 +180,12 @@ func TestErrorMessages(t *testing.T) {
 		t.Errorf("GiveUpError.Error() =\n%q, want\n%q", got, want)
 	}
 	var (
-		gotNH  *transport.NoHealthyExitError
+		gotNH  *pool.NoHealthyExitError
 		gotRE  *retry.ResponseError
 		gotPCE *transport.ProxyConnectError
 	)
 	err := fmt.Errorf("GET http://shop.example/ giving up after 3 attempt(s): %w", ge)
-	if !errors.As(err, &gotNH) || !errors.As(err, &gotRE) || !errors.As(err, &gotPCE) || !errors.Is(err, transport.ErrNoHealthyExit) {
+	if !errors.As(err, &gotNH) || !errors.As(err, &gotRE) || !errors.As(err, &gotPCE) || !errors.Is(err, pool.ErrNoHealthyExit) {
 		t.Errorf("errors.As through GiveUpError: NoHealthyExitError %v, ResponseError %v, ProxyConnectError %v", gotNH, gotRE, gotPCE)
 	}
 }

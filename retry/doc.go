@@ -1,25 +1,28 @@
 // Package retry holds go-retryablehttp hooks that understand proxybreaker's transport, as plain
 // funcs (method values of a Policy), so neither this package nor the core imports retryablehttp.
 //
-//	retryablehttp.Client.Do → http.Client → transport.Transport → pick exit → … → verdict
-//	    ↑ CheckRetry: Decide(resp, err) — retry? how long must the retry wait? (noted in the memo)
+//	retryablehttp.Client.Do → http.Client → transport.Transport → pool.Pick → exit → … → verdict
+//	    ↑ CheckRetry: Decide(resp, err) — retry? record the failure and the wait in the *pool.Retries
 //	    ↑ Backoff: exponential with jitter, capped by the client's RetryWaitMax
-//	    ↑ PrepareRetry: wait out the rest of the noted wait (the soonest probe), then retry
-//	    → transport.Transport: the retry avoids the exits that failed the request (WithRetries)
+//	    ↑ PrepareRetry: wait out the rest of the noted wait (Retries.NotBefore), then retry
+//	    → pool.Pick: the retry avoids the exits that failed the request (the same *pool.Retries)
 //
 // # Setting it up
 //
-//	tr, err := transport.New(transport.WithExits(exits...))
-//	p, err := retry.New(retry.Settings{})
+//	pl, err := pool.New(pool.WithExits(exits...))
+//	tr, err := transport.New(pl)
+//	p, err := retry.New(retry.Settings{Clock: pl.Clock()})
 //	client := retryablehttp.NewClient()
 //	client.HTTPClient = &http.Client{Transport: tr, Timeout: 30 * time.Second}
 //	client.CheckRetry, client.Backoff, client.PrepareRetry = p.CheckRetry, p.Backoff, p.PrepareRetry
 //
-//	req, err := retryablehttp.NewRequestWithContext(retry.WithRetries(ctx), "GET", url, nil)
+//	req, err := retryablehttp.NewRequestWithContext(transport.ContextWithRetries(ctx), "GET", url, nil)
 //	resp, err := client.Do(req)
 //
-// WithRetries is what makes each retry of the request go out through another exit: the
-// transport remembers, in that context, which exits failed it. Make one per logical request.
+// transport.ContextWithRetries gives the logical request one *pool.Retries, the only memory its
+// attempts share: the pool remembers there which exits failed it, so each retry goes out through
+// another; CheckRetry records there each failed attempt and the instant the next may go. Make one
+// per logical request. A Policy keeps no per-request state of its own.
 //
 // # What is retried
 //
@@ -35,16 +38,19 @@
 // The wait before a retry is the longest of the exponential backoff, the soonest probe (when no
 // exit was ready) and, with Settings.WaitRetryAfter, the response's Retry-After — capped by the
 // client's RetryWaitMax. go-retryablehttp hands its Backoff the response but never the error, and
-// "no healthy exit" is an error: so CheckRetry, which sees it, notes in the request's memo (the
-// context WithRetries made, which the client passes to CheckRetry and carries on every retry's
-// request) the instant the retry may go, and PrepareRetry, which runs after the backoff's sleep,
-// waits whatever is left of it. When that instant lies beyond the cap — a pool whose every exit
-// the provider refused (407) is parked for minutes — CheckRetry gives up at once with a
-// *GiveUpError listing the request's failed attempts, rather than retrying into the same refusal.
+// "no healthy exit" is an error: so CheckRetry, which sees it, notes in the request's *pool.Retries
+// (Retries.WaitUntil; the client passes the request's context to CheckRetry and carries it on
+// every retry's request) the instant the retry may go, and PrepareRetry, which runs after the
+// backoff's sleep, waits whatever is left of it (Retries.NotBefore). When that instant lies beyond
+// the cap — a pool whose every exit the provider refused (407) is parked for minutes — CheckRetry
+// gives up at once with a *GiveUpError listing the request's failed attempts (Retries.Failures, in
+// the words of pool.DescribeFailures, which collyext's give-up shares), rather than retrying into
+// the same refusal.
 //
 // A refusal costs no network traffic but counts toward RetryMax: allow a retry or two more than
 // you would without proxies.
 //
-// errors.As finds the transport's typed errors (*transport.NoHealthyExitError, *transport.AttemptError,
-// *transport.ProxyConnectError) through go-retryablehttp's wrapping and through a *GiveUpError.
+// errors.As finds the typed errors (*pool.NoHealthyExitError, *transport.AttemptError,
+// *transport.ProxyConnectError, *ResponseError) through go-retryablehttp's wrapping and through a
+// *GiveUpError.
 package retry

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // ResponseError is a response the transport judged a failure of the exit that carried it: a 429,
@@ -17,9 +17,10 @@ type ResponseError struct {
 	Exit       string // the exit's label
 	Origin     string
 	StatusCode int
-	Verdict    transport.Verdict
+	Verdict    pool.Verdict
 }
 
+// Error names the exit, the origin, the status and how the transport classified it.
 func (e *ResponseError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "retry: via %s to %s: %d %s: %s", e.Exit, e.Origin, e.StatusCode, http.StatusText(e.StatusCode), e.Verdict.Class)
@@ -32,49 +33,36 @@ func (e *ResponseError) Error() string {
 	return b.String()
 }
 
-// Failure is one failed attempt of a request, as a GiveUpError lists it.
-type Failure struct {
-	Exit    string // the exit's label
-	Verdict transport.Verdict
-	Err     error // the *transport.AttemptError (through the client's wrapping) or *ResponseError
-}
-
 // GiveUpError is what Policy.CheckRetry returns when it stops before the client's RetryMax
 // because waiting could not help in time: no exit (or the origin, or a token) will be ready
 // within the longest a retry may wait. The typical case is a pool whose every exit the proxy
 // provider refuses (407): each exit is parked for breaker.Settings.ParkFor, and the soonest probe
 // is minutes away.
 //
-// errors.As finds Err's types (*transport.NoHealthyExitError and the like) and those of every
-// listed failure (*transport.AttemptError, *transport.ProxyConnectError, *ResponseError) through it.
+// Its message lists the request's failed attempts as pool.DescribeFailures writes them, the same
+// words collyext's give-up uses. errors.As finds Err's types (*pool.NoHealthyExitError and the
+// like) and those of every listed failure (*transport.AttemptError, *transport.ProxyConnectError,
+// *ResponseError) through it.
 type GiveUpError struct {
-	Origin   string
-	Wait     time.Duration // until something may be tried again
-	MaxWait  time.Duration // the longest a retry may wait
-	Failures []Failure     // this request's failed attempts, oldest first (the last MaxFailures)
-	Err      error         // the refusal that stopped the retries, as the client returned it
+	Origin  string
+	Wait    time.Duration // until something may be tried again
+	MaxWait time.Duration // the longest a retry may wait
+	// Failures are the request's failed attempts, oldest first (the last pool.MaxFailedAttempts),
+	// as recorded in its *pool.Retries; empty without one. Each Err is the *transport.AttemptError
+	// (through the client's wrapping) or the *ResponseError the attempt came back with.
+	Failures []pool.FailedAttempt
+	Err      error // the refusal that stopped the retries, as the client returned it
 }
 
-// MaxFailures is how many failed attempts a request remembers for its GiveUpError.
-const MaxFailures = 8
-
+// Error says what gave up, why, and which attempts failed, without credentials: exits appear by
+// label.
 func (e *GiveUpError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "retry: giving up on %s: nothing ready for %v, longer than the %v a retry may wait",
 		e.Origin, e.Wait.Round(time.Millisecond), e.MaxWait)
 	if len(e.Failures) > 0 {
-		b.WriteString("; failed attempts:")
-		permanent := true
-		for i, f := range e.Failures {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, " %s via %s", f.Verdict.Class, f.Exit)
-			permanent = permanent && f.Verdict.Outcome == transport.Permanent
-		}
-		if permanent {
-			b.WriteString(" (every exit tried failed for good: check the proxies and their credentials)")
-		}
+		b.WriteString("; ")
+		pool.DescribeFailures(&b, e.Failures)
 	}
 	if e.Err != nil {
 		b.WriteString(": ")

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -39,19 +40,21 @@ func (f fakeExits) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // A go-retryablehttp client over the transport: the exit that answers 429 is left for another.
 func Example() {
-	tr, err := transport.New(
-		transport.WithExits(
-			transport.MustParseExit("http://10.0.0.1:3128").WithLabel("dc-1"),
-			transport.MustParseExit("http://10.0.0.2:3128").WithLabel("dc-2"),
-		),
-		transport.WithBase(fakeExits{"dc-1": http.StatusTooManyRequests}),
-	)
+	pl, err := pool.New(pool.WithExits(
+		pool.MustParseExit("http://10.0.0.1:3128").WithLabel("dc-1"),
+		pool.MustParseExit("http://10.0.0.2:3128").WithLabel("dc-2"),
+	))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tr, err := transport.New(pl, transport.WithBase(fakeExits{"dc-1": http.StatusTooManyRequests}))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer tr.Close()
-	p, err := retry.New(retry.Settings{})
+	p, err := retry.New(retry.Settings{Clock: pl.Clock()})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -62,8 +65,8 @@ func Example() {
 	client.CheckRetry, client.Backoff, client.PrepareRetry = p.CheckRetry, p.Backoff, p.PrepareRetry
 	client.RetryWaitMin = time.Millisecond
 
-	// One context per logical request: its retries avoid the exits that failed it.
-	req, err := retryablehttp.NewRequestWithContext(retry.WithRetries(context.Background()), "GET", "http://shop.example/", nil)
+	// One *pool.Retries per logical request: its retries avoid the exits that failed it.
+	req, err := retryablehttp.NewRequestWithContext(transport.ContextWithRetries(context.Background()), "GET", "http://shop.example/", nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -82,14 +85,18 @@ func Example() {
 // When every exit is refused by its proxy (407), each is tried once and parked; the retries stop
 // at once with a *GiveUpError, and errors.As finds the transport's error through the wrapping.
 func ExampleGiveUpError() {
-	tr, err := transport.New(
-		transport.WithExits(
-			transport.MustParseExit("http://10.0.0.1:3128").WithLabel("dc-1"),
-			transport.MustParseExit("http://10.0.0.2:3128").WithLabel("dc-2"),
+	pl, err := pool.New(
+		pool.WithExits(
+			pool.MustParseExit("http://10.0.0.1:3128").WithLabel("dc-1"),
+			pool.MustParseExit("http://10.0.0.2:3128").WithLabel("dc-2"),
 		),
-		transport.WithBase(fakeExits{"dc-1": http.StatusProxyAuthRequired, "dc-2": http.StatusProxyAuthRequired}),
-		transport.WithExitBreakerSettings(breaker.Settings{ParkFor: time.Hour, Jitter: -1}),
+		pool.WithExitSettings(breaker.Settings{ParkFor: time.Hour, Jitter: -1}),
 	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tr, err := transport.New(pl, transport.WithBase(fakeExits{"dc-1": http.StatusProxyAuthRequired, "dc-2": http.StatusProxyAuthRequired}))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -106,10 +113,10 @@ func ExampleGiveUpError() {
 	client.CheckRetry, client.Backoff, client.PrepareRetry = p.CheckRetry, p.Backoff, p.PrepareRetry
 	client.RetryWaitMin, client.RetryMax = time.Millisecond, 10
 
-	req, _ := retryablehttp.NewRequestWithContext(retry.WithRetries(context.Background()), "GET", "http://shop.example/", nil)
+	req, _ := retryablehttp.NewRequestWithContext(transport.ContextWithRetries(context.Background()), "GET", "http://shop.example/", nil)
 	_, err = client.Do(req)
 	var giveUp *retry.GiveUpError
-	var noExit *transport.NoHealthyExitError
+	var noExit *pool.NoHealthyExitError
 	if errors.As(err, &giveUp) && errors.As(err, &noExit) {
 		fmt.Println(len(giveUp.Failures), "failed attempts, all", giveUp.Failures[0].Verdict.Class)
 		fmt.Println("no exit for", noExit.Origin, "until", noExit.RetryIn.Round(time.Minute))

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -32,7 +32,7 @@ type Settings struct {
 	// Retry-After throttles the client as a whole.
 	WaitRetryAfter bool
 	// Clock tells the time and makes the timers PrepareRetry waits on. Default clock.System. Use the
-	// transport's clock (transport.WithClock) so that soonest-probe times and waits agree.
+	// pool's clock (pool.WithClock, Pool.Clock) so that soonest-probe times and waits agree.
 	Clock clock.Clock
 	// Rand returns a uniform float64 in [0, 1) for backoff jitter; it must be safe for concurrent
 	// use. Default math/rand/v2.Float64.
@@ -48,8 +48,11 @@ type Settings struct {
 //	client.Backoff = p.Backoff
 //	client.PrepareRetry = p.PrepareRetry
 //
-// and each logical request's context must come from WithRetries. A Policy is safe for concurrent
-// use; give each client its own when their RetryWaitMax differ (Settings.MaxWait).
+// and each logical request's context must come from transport.ContextWithRetries, whose
+// *pool.Retries holds what the request's attempts share: the exits that failed it, its failed
+// attempts, the instant the next may go. A Policy keeps no per-request state of its own. It is
+// safe for concurrent use; give each client its own when their RetryWaitMax differ
+// (Settings.MaxWait).
 type Policy struct {
 	s         Settings
 	clientMax atomic.Int64 // the max the client last passed to Backoff
@@ -86,11 +89,13 @@ func (p *Policy) maxWait() time.Duration {
 // CheckRetry has the shape of retryablehttp.CheckRetry. It stops on the caller's cancellation
 // (returning ctx.Err()) and wherever Decide says a retry cannot help; then the client returns what
 // it got. It retries the exit's failures, transient or permanent, through another exit, and
-// refusals (no healthy exit, origin unhealthy, throttled) once they may clear: it notes the wait
-// they need in the request's memo for PrepareRetry, or gives up with a *GiveUpError when the wait
-// exceeds the longest allowed. A failed response comes back with a *ResponseError beside the
-// decision to retry, so that running out of retries reports it. An error from the request's
-// ResponseHandler is not the transport's and is not retried: wrap CheckRetry to retry it.
+// refusals (no healthy exit, origin unhealthy, throttled) once they may clear. It records each
+// failed attempt in the request's *pool.Retries (transport.RetriesFromContext) and notes there
+// the instant a refusal lets the retry go (Retries.WaitUntil), for PrepareRetry; or it gives up
+// with a *GiveUpError when that wait exceeds the longest allowed. A failed response comes back
+// with a *ResponseError beside the decision to retry, so that running out of retries reports it.
+// An error from the request's ResponseHandler is not the transport's and is not retried: wrap
+// CheckRetry to retry it.
 func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, ctx.Err()
@@ -103,22 +108,27 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 	if resp != nil {
 		failure = &ResponseError{Exit: d.Exit, Origin: d.Origin, StatusCode: resp.StatusCode, Verdict: d.Verdict}
 	}
-	m := memoFrom(ctx)
-	if d.Exit != "" { // an attempt went out and failed (not a refusal)
-		m.fail(Failure{Exit: d.Exit, Verdict: d.Verdict, Err: failure})
+	r := transport.RetriesFromContext(ctx)
+	if d.Exit != "" && r != nil { // an attempt went out and failed (not a refusal)
+		r.Record(pool.FailedAttempt{Exit: d.Exit, Verdict: d.Verdict, Err: failure})
 	}
 	wait := d.Wait
 	if p.s.WaitRetryAfter {
 		wait = max(wait, d.Verdict.RetryAfter)
 	}
 	if limit := p.maxWait(); wait > limit {
-		return false, &GiveUpError{Origin: d.Origin, Wait: wait, MaxWait: limit, Failures: m.failures(), Err: failure}
+		var fs []pool.FailedAttempt
+		if r != nil {
+			fs = r.Failures()
+		}
+		return false, &GiveUpError{Origin: d.Origin, Wait: wait, MaxWait: limit, Failures: fs, Err: failure}
 	}
 	if wait > 0 {
-		if m != nil {
-			m.notBefore(p.s.Clock.Now().Add(wait))
-		} else if err := p.sleep(ctx, wait); err != nil {
-			// Without WithRetries there is no memo to hand the wait to PrepareRetry: wait here.
+		if r != nil {
+			r.WaitUntil(p.s.Clock.Now().Add(wait))
+		} else if err := clock.Sleep(ctx, p.s.Clock, wait); err != nil {
+			// Without transport.ContextWithRetries there is nowhere to hand the wait to
+			// PrepareRetry: wait here.
 			return false, err
 		}
 	}
@@ -145,91 +155,18 @@ func (p *Policy) Backoff(min, max time.Duration, attemptNum int, resp *http.Resp
 
 // PrepareRetry has the shape of retryablehttp.PrepareRetry: the client calls it after the backoff
 // and before each retry. It waits, on the policy's clock, until the instant CheckRetry noted in
-// the request's memo (the soonest probe, a Retry-After), so that the total wait before the retry is
-// the longer of the backoff and that instant. It returns the context's error if the request is
-// cancelled meanwhile, which ends the retries. Without a memo (no WithRetries) it does nothing.
+// the request's *pool.Retries (Retries.NotBefore: the soonest probe, a Retry-After), so that the
+// total wait before the retry is the longer of the backoff and that instant. It returns the
+// context's error if the request is cancelled meanwhile, which ends the retries. Without a
+// Retries in the request's context (no transport.ContextWithRetries) it does nothing.
 func (p *Policy) PrepareRetry(req *http.Request) error {
-	m := memoFrom(req.Context())
-	if m == nil {
+	r := transport.RetriesFromContext(req.Context())
+	if r == nil {
 		return nil
 	}
-	wait := m.until().Sub(p.s.Clock.Now())
+	wait := r.NotBefore().Sub(p.s.Clock.Now())
 	if wait <= 0 {
 		return nil
 	}
-	return p.sleep(req.Context(), wait)
-}
-
-func (p *Policy) sleep(ctx context.Context, d time.Duration) error {
-	t := p.s.Clock.NewTimer(d)
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		t.Stop()
-		return ctx.Err()
-	}
-}
-
-type memoKey struct{}
-
-// memo is what one logical request's retries share: the instant the next may go out, and the
-// failures so far.
-type memo struct {
-	mu    sync.Mutex
-	next  time.Time
-	fails []Failure
-}
-
-// WithRetries returns a context for one logical request sent through a retrying client: it is
-// transport.WithRetries — each retry goes out through an exit that has not failed the request,
-// while one is ready — plus the memo in which Policy.CheckRetry leaves PrepareRetry the wait a
-// refusal needs. Make one per logical request, not one per client:
-//
-//	req, err := retryablehttp.NewRequestWithContext(retry.WithRetries(ctx), "GET", url, nil)
-func WithRetries(ctx context.Context) context.Context {
-	ctx = transport.WithRetries(ctx)
-	if memoFrom(ctx) != nil {
-		return ctx
-	}
-	return context.WithValue(ctx, memoKey{}, &memo{})
-}
-
-func memoFrom(ctx context.Context) *memo {
-	m, _ := ctx.Value(memoKey{}).(*memo)
-	return m
-}
-
-func (m *memo) notBefore(t time.Time) {
-	m.mu.Lock()
-	m.next = t
-	m.mu.Unlock()
-}
-
-func (m *memo) until() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.next
-}
-
-func (m *memo) fail(f Failure) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	if len(m.fails) == MaxFailures {
-		copy(m.fails, m.fails[1:])
-		m.fails = m.fails[:MaxFailures-1]
-	}
-	m.fails = append(m.fails, f)
-	m.mu.Unlock()
-}
-
-func (m *memo) failures() []Failure {
-	if m == nil {
-		return nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]Failure(nil), m.fails...)
+	return clock.Sleep(req.Context(), p.s.Clock, wait)
 }

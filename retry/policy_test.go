@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -58,9 +59,9 @@ func TestNew(t *testing.T) {
 
 func TestCheckRetryStopsOnCancel(t *testing.T) {
 	p := newPolicy(t, retry.Settings{})
-	ctx, cancel := context.WithCancel(retry.WithRetries(context.Background()))
+	ctx, cancel := context.WithCancel(transport.ContextWithRetries(context.Background()))
 	cancel()
-	nh := wrapped(&transport.NoHealthyExitError{Origin: "shop.example", Exits: 1, RetryIn: time.Second})
+	nh := wrapped(&pool.NoHealthyExitError{Origin: "shop.example", Exits: 1, RetryIn: time.Second})
 	if ok, err := p.CheckRetry(ctx, nil, nh); ok || !errors.Is(err, context.Canceled) {
 		t.Errorf("CheckRetry(cancelled ctx) = %v, %v; want false, context.Canceled", ok, err)
 	}
@@ -68,7 +69,7 @@ func TestCheckRetryStopsOnCancel(t *testing.T) {
 
 func TestCheckRetryResponses(t *testing.T) {
 	p := newPolicy(t, retry.Settings{})
-	ctx := retry.WithRetries(context.Background())
+	ctx := transport.ContextWithRetries(context.Background())
 	tests := []struct {
 		status int
 		retry  bool
@@ -92,12 +93,13 @@ func TestCheckRetryResponses(t *testing.T) {
 	}
 }
 
-// A refusal's wait is noted in the memo and waited out by PrepareRetry, on the policy's clock.
+// A refusal's wait is noted in the request's Retries and waited out by PrepareRetry, on the
+// policy's clock.
 func TestPrepareRetryWaitsForSoonestProbe(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, retry.Settings{Clock: clk})
-	ctx := retry.WithRetries(context.Background())
-	nh := wrapped(&transport.NoHealthyExitError{Origin: "shop.example", Exits: 2, RetryIn: 7 * time.Second})
+	ctx := transport.ContextWithRetries(context.Background())
+	nh := wrapped(&pool.NoHealthyExitError{Origin: "shop.example", Exits: 2, RetryIn: 7 * time.Second})
 	if ok, err := p.CheckRetry(ctx, nil, nh); !ok || err != nil {
 		t.Fatalf("CheckRetry(no healthy exit, 7s) = %v, %v; want true, nil", ok, err)
 	}
@@ -122,8 +124,8 @@ func TestPrepareRetryWaitsForSoonestProbe(t *testing.T) {
 func TestPrepareRetryCancelled(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, retry.Settings{Clock: clk})
-	ctx, cancel := context.WithCancel(retry.WithRetries(context.Background()))
-	nh := wrapped(&transport.NoHealthyExitError{Origin: "shop.example", Exits: 2, RetryIn: 7 * time.Second})
+	ctx, cancel := context.WithCancel(transport.ContextWithRetries(context.Background()))
+	nh := wrapped(&pool.NoHealthyExitError{Origin: "shop.example", Exits: 2, RetryIn: 7 * time.Second})
 	if ok, _ := p.CheckRetry(ctx, nil, nh); !ok {
 		t.Fatal("CheckRetry(no healthy exit) = false, want true")
 	}
@@ -140,11 +142,12 @@ func TestPrepareRetryCancelled(t *testing.T) {
 	}
 }
 
-// Without WithRetries there is no memo: CheckRetry waits for the refusal itself.
-func TestCheckRetryWithoutMemoWaits(t *testing.T) {
+// Without transport.ContextWithRetries there is no Retries to note the wait in: CheckRetry waits
+// for the refusal itself, and PrepareRetry does nothing.
+func TestCheckRetryWithoutRetriesWaits(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, retry.Settings{Clock: clk})
-	nh := wrapped(&transport.NoHealthyExitError{Origin: "shop.example", Exits: 2, RetryIn: 3 * time.Second})
+	nh := wrapped(&pool.NoHealthyExitError{Origin: "shop.example", Exits: 2, RetryIn: 3 * time.Second})
 	type result struct {
 		ok  bool
 		err error
@@ -157,12 +160,58 @@ func TestCheckRetryWithoutMemoWaits(t *testing.T) {
 	waitTimers(t, clk, 1)
 	clk.Advance(3 * time.Second)
 	if r := <-done; !r.ok || r.err != nil {
-		t.Errorf("CheckRetry without memo = %v, %v; want true, nil after the wait", r.ok, r.err)
+		t.Errorf("CheckRetry without Retries = %v, %v; want true, nil after the wait", r.ok, r.err)
+	}
+	req, _ := http.NewRequest("GET", "http://shop.example/", nil)
+	if err := p.PrepareRetry(req); err != nil || clk.Timers() != 0 {
+		t.Errorf("PrepareRetry without Retries = %v with %d timers, want nil and no wait", err, clk.Timers())
+	}
+}
+
+// The policy keeps no state of its own: what it records lives in the *pool.Retries that
+// transport.ContextWithRetries put in the context, the one the pool reads on each pick.
+func TestCheckRetryRecordsInContextRetries(t *testing.T) {
+	clk := clock.NewFake(t0)
+	p := newPolicy(t, retry.Settings{Clock: clk})
+	ctx := transport.ContextWithRetries(context.Background())
+	r := transport.RetriesFromContext(ctx)
+	timeout := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
+	ae := wrapped(&transport.AttemptError{Exit: "dc-1", Origin: "shop.example", Verdict: timeout, Err: errors.New("timeout")})
+	steps := []struct {
+		resp     *http.Response
+		err      error
+		failures []string // want Failures() by exit, after the step
+		notAfter time.Duration
+	}{
+		{nil, ae, []string{"dc-1"}, 0},
+		{foreign(429, nil), nil, []string{"dc-1"}, 0}, // a response from no transport names no exit
+		{nil, wrapped(&pool.NoHealthyExitError{Origin: "shop.example", Exits: 2, RetryIn: 7 * time.Second}), []string{"dc-1"}, 7 * time.Second},
+		{nil, wrapped(&pool.ThrottledError{Origin: "shop.example", Scope: pool.ScopeOrigin, RetryIn: 2 * time.Second}), []string{"dc-1"}, 2 * time.Second},
+	}
+	for i, st := range steps {
+		if ok, _ := p.CheckRetry(ctx, st.resp, st.err); !ok {
+			t.Fatalf("%d: CheckRetry = false, want a retry", i)
+		}
+		var got []string
+		for _, f := range r.Failures() {
+			got = append(got, f.Exit)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(st.failures) {
+			t.Errorf("%d: Retries.Failures() = %v, want %v", i, got, st.failures)
+		}
+		if want := t0.Add(st.notAfter); st.notAfter > 0 && !r.NotBefore().Equal(want) {
+			t.Errorf("%d: Retries.NotBefore() = %v, want %v", i, r.NotBefore(), want)
+		}
+	}
+	fs := r.Failures()
+	var got *transport.AttemptError
+	if len(fs) != 1 || fs[0].Verdict != timeout || !errors.As(fs[0].Err, &got) || got.Exit != "dc-1" {
+		t.Errorf("Retries.Failures() = %+v, want the timeout via dc-1 with its AttemptError", fs)
 	}
 }
 
 func TestCheckRetryGivesUpBeyondMaxWait(t *testing.T) {
-	nh := &transport.NoHealthyExitError{Origin: "shop.example", Exits: 3, RetryIn: 15 * time.Minute}
+	nh := &pool.NoHealthyExitError{Origin: "shop.example", Exits: 3, RetryIn: 15 * time.Minute}
 	tests := []struct {
 		name    string
 		s       retry.Settings
@@ -183,10 +232,10 @@ func TestCheckRetryGivesUpBeyondMaxWait(t *testing.T) {
 		if tt.backoff > 0 {
 			p.Backoff(time.Millisecond, tt.backoff, 0, nil)
 		}
-		ctx := retry.WithRetries(context.Background())
+		ctx := transport.ContextWithRetries(context.Background())
 		// One failed attempt first, so the GiveUpError has something to list.
 		ae := wrapped(&transport.AttemptError{Exit: "a", Origin: "shop.example",
-			Verdict: transport.Verdict{Outcome: transport.Permanent, Scope: transport.ScopeExit, Class: transport.ClassProxyAuth},
+			Verdict: pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth},
 			Err:     &transport.ProxyConnectError{Exit: "a", StatusCode: 407}})
 		if ok, err := p.CheckRetry(ctx, nil, ae); !ok || err != nil {
 			t.Fatalf("%s: CheckRetry(connect 407) = %v, %v; want true, nil", tt.name, ok, err)
@@ -209,7 +258,7 @@ func TestCheckRetryGivesUpBeyondMaxWait(t *testing.T) {
 			t.Errorf("%s: GiveUpError = %+v, want Wait %v, MaxWait %v, one failure via a", tt.name, ge, tt.retryIn, tt.maxWait)
 		}
 		var pce *transport.ProxyConnectError
-		var gotNH *transport.NoHealthyExitError
+		var gotNH *pool.NoHealthyExitError
 		if !errors.As(err, &pce) || !errors.As(err, &gotNH) {
 			t.Errorf("%s: errors.As(GiveUpError) finds ProxyConnectError %v, NoHealthyExitError %v; want both", tt.name, pce, gotNH)
 		}
@@ -219,19 +268,19 @@ func TestCheckRetryGivesUpBeyondMaxWait(t *testing.T) {
 	}
 }
 
-// The memo keeps the last MaxFailures failures.
+// The request's Retries keeps the last MaxFailedAttempts failures.
 func TestGiveUpErrorKeepsLastFailures(t *testing.T) {
 	p := newPolicy(t, retry.Settings{MaxWait: time.Second})
-	ctx := retry.WithRetries(context.Background())
-	for i := range retry.MaxFailures + 3 {
+	ctx := transport.ContextWithRetries(context.Background())
+	for i := range pool.MaxFailedAttempts + 3 {
 		ae := wrapped(&transport.AttemptError{Exit: fmt.Sprintf("x%d", i), Origin: "shop.example",
-			Verdict: transport.Verdict{Outcome: transport.Transient, Class: transport.ClassTimeout}, Err: errors.New("timeout")})
+			Verdict: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout}, Err: errors.New("timeout")})
 		p.CheckRetry(ctx, nil, ae)
 	}
-	_, err := p.CheckRetry(ctx, nil, wrapped(&transport.NoHealthyExitError{Origin: "shop.example", Exits: 11, RetryIn: time.Hour}))
+	_, err := p.CheckRetry(ctx, nil, wrapped(&pool.NoHealthyExitError{Origin: "shop.example", Exits: 11, RetryIn: time.Hour}))
 	var ge *retry.GiveUpError
-	if !errors.As(err, &ge) || len(ge.Failures) != retry.MaxFailures || ge.Failures[0].Exit != "x3" || ge.Failures[retry.MaxFailures-1].Exit != "x10" {
-		t.Fatalf("CheckRetry after %d failures = %v, want a GiveUpError listing x3…x10", retry.MaxFailures+3, err)
+	if !errors.As(err, &ge) || len(ge.Failures) != pool.MaxFailedAttempts || ge.Failures[0].Exit != "x3" || ge.Failures[pool.MaxFailedAttempts-1].Exit != "x10" {
+		t.Fatalf("CheckRetry after %d failures = %v, want a GiveUpError listing x3…x10", pool.MaxFailedAttempts+3, err)
 	}
 	if strings.Contains(ge.Error(), "for good") {
 		t.Errorf("GiveUpError.Error() = %q: transient failures are not 'for good'", ge.Error())
@@ -269,7 +318,7 @@ func TestBackoff(t *testing.T) {
 func TestCheckRetryWaitRetryAfter(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, retry.Settings{Clock: clk, WaitRetryAfter: true})
-	ctx := retry.WithRetries(context.Background())
+	ctx := transport.ContextWithRetries(context.Background())
 	if ok, _ := p.CheckRetry(ctx, foreign(429, http.Header{"Retry-After": {"7"}}), nil); !ok {
 		t.Fatal("CheckRetry(429) = false, want true")
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -33,7 +34,7 @@ var (
 type world struct {
 	reg     *proxytest.Registry
 	origin  *httptest.Server
-	exits   []*transport.Exit
+	exits   []*pool.Exit
 	proxies map[string]*proxytest.Proxy
 	clk     *clock.Fake // nil: real time
 
@@ -113,7 +114,7 @@ func newWorld(t *testing.T, tlsOrigin bool, clk *clock.Fake, specs []proxySpec, 
 			}
 			urls[i] = &url.URL{Scheme: "http", Host: addr}
 		}
-		e, err := transport.NewExit(urls[i])
+		e, err := pool.NewExit(urls[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,8 +136,17 @@ func (w *world) served() []served {
 	return append([]served(nil), w.seen...)
 }
 
-// transport returns a Transport over the world's exits, closed when the test ends.
+// transport returns a Transport over a new pool of the world's exits, closed when the test ends.
 func (w *world) transport(t *testing.T, opts ...transport.Option) *transport.Transport {
+	t.Helper()
+	return w.transportWith(t, nil, opts...)
+}
+
+// transportWith is transport with pool options too. On a fake clock the transport's header
+// timeout is off: it would run on that clock (a pending timer for every attempt in flight), and
+// the tests that advance the clock whenever a timer waits would fire it. No exit of a fake-clock
+// world hangs, so nothing needs it.
+func (w *world) transportWith(t *testing.T, popts []pool.Option, opts ...transport.Option) *transport.Transport {
 	t.Helper()
 	tmpl := transport.DefaultBaseTemplate()
 	if c := w.origin.Certificate(); c != nil && w.origin.TLS != nil {
@@ -144,11 +154,17 @@ func (w *world) transport(t *testing.T, opts ...transport.Option) *transport.Tra
 		roots.AddCert(c)
 		tmpl.TLSClientConfig = &tls.Config{RootCAs: roots}
 	}
-	opts = append([]transport.Option{transport.WithExits(w.exits...), transport.WithBaseTemplate(tmpl)}, opts...)
+	popts = append([]pool.Option{pool.WithExits(w.exits...)}, popts...)
+	opts = append([]transport.Option{transport.WithBaseTemplate(tmpl)}, opts...)
 	if w.clk != nil {
-		opts = append(opts, transport.WithClock(w.clk))
+		popts = append(popts, pool.WithClock(w.clk))
+		opts = append(opts, transport.WithHeaderTimeout(-1))
 	}
-	tr, err := transport.New(opts...)
+	p, err := pool.New(popts...)
+	if err != nil {
+		t.Fatalf("pool.New = %v", err)
+	}
+	tr, err := transport.New(p, opts...)
 	if err != nil {
 		t.Fatalf("transport.New = %v", err)
 	}
@@ -175,11 +191,11 @@ type attempts struct {
 	transport.NopObserver
 	mu     sync.Mutex
 	byReq  map[int][]string
-	result map[int][]transport.Class
+	result map[int][]pool.Class
 }
 
 func newAttempts() *attempts {
-	return &attempts{byReq: map[int][]string{}, result: map[int][]transport.Class{}}
+	return &attempts{byReq: map[int][]string{}, result: map[int][]pool.Class{}}
 }
 
 func (a *attempts) AttemptStarted(ctx context.Context, info transport.AttemptInfo) context.Context {
@@ -199,10 +215,10 @@ func (a *attempts) AttemptFinished(ctx context.Context, r transport.AttemptResul
 	}
 }
 
-func (a *attempts) of(id int) ([]string, []transport.Class) {
+func (a *attempts) of(id int) ([]string, []pool.Class) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]string(nil), a.byReq[id]...), append([]transport.Class(nil), a.result[id]...)
+	return append([]string(nil), a.byReq[id]...), append([]pool.Class(nil), a.result[id]...)
 }
 
 // get sends one logical request through c and reads the body.

@@ -6,7 +6,7 @@
 //
 // Mount it on a loopback or otherwise private listener:
 //
-//	h, err := statuspage.New(tr.Pool(), statuspage.WithRefresh(5*time.Second))
+//	h, err := statuspage.New(p, statuspage.WithRefresh(5*time.Second)) // p is the *pool.Pool
 //	mux.Handle("/breakers", h)
 //
 // The HTML page is rendered by html/template, so labels and origins are escaped; ask for JSON with

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/statuspage"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -16,10 +17,11 @@ func ExampleNew() {
 	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusProxyAuthRequired, Body: http.NoBody, Request: req}, nil
 	})
-	tr, err := transport.New(
-		transport.WithExits(transport.MustParseExit("http://user:secret@10.0.0.1:3128").WithLabel("dc-1")),
-		transport.WithBase(base),
-	)
+	p, err := pool.New(pool.WithExits(pool.MustParseExit("http://user:secret@10.0.0.1:3128").WithLabel("dc-1")))
+	if err != nil {
+		panic(err)
+	}
+	tr, err := transport.New(p, transport.WithBase(base))
 	if err != nil {
 		panic(err)
 	}
@@ -28,7 +30,7 @@ func ExampleNew() {
 		resp.Body.Close()
 	}
 
-	h, err := statuspage.New(tr.Pool())
+	h, err := statuspage.New(p)
 	if err != nil {
 		panic(err)
 	}

@@ -14,15 +14,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // DefaultMaxPairs is how many pair rows a page shows by default: the most severe first.
 const DefaultMaxPairs = 1000
 
-// Source is what the page shows. *transport.Pool implements it.
+// Source is what the page shows. *pool.Pool implements it.
 type Source interface {
-	Snapshot() transport.Snapshot
+	Snapshot() pool.Snapshot
 }
 
 // Handler serves the breaker table: as JSON when the query has format=json or the request

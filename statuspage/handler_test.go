@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/statuspage"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // fixed is a Source that always shows the same snapshot.
-type fixed transport.Snapshot
+type fixed pool.Snapshot
 
-func (f fixed) Snapshot() transport.Snapshot { return transport.Snapshot(f) }
+func (f fixed) Snapshot() pool.Snapshot { return pool.Snapshot(f) }
 
 func open(next time.Duration, parked bool, trips uint32, failure string) breaker.Snapshot {
 	return breaker.Snapshot{State: breaker.Open, Parked: parked, Trips: trips, Level: 1, NextProbe: t0.Add(next),
@@ -28,20 +28,20 @@ func open(next time.Duration, parked bool, trips uint32, failure string) breaker
 
 // snapshot is a pool with a healthy exit, a parked one, an OPEN one, pairs in every state and an
 // unhealthy origin; its labels try to inject HTML.
-var snapshot = transport.Snapshot{
+var snapshot = pool.Snapshot{
 	At: t0,
-	Exits: []transport.ExitStatus{
+	Exits: []pool.ExitStatus{
 		{Exit: "a-healthy", Tier: 0, Weight: 1},
 		{Exit: "b-open", Tier: 0, Weight: 1, Breaker: open(30*time.Second, false, 2, "timeout")},
 		{Exit: "c-<b>parked</b>", Tier: 1, Weight: 1, Breaker: open(15*time.Minute, true, 1, "proxy_auth")},
 	},
-	Pairs: []transport.PairStatus{
+	Pairs: []pool.PairStatus{
 		{Exit: "a-healthy", Origin: "news.example", Breaker: breaker.Snapshot{State: breaker.Closed, FailuresInWindow: 1}},
 		{Exit: "a-healthy", Origin: "shop.example", Rate: 0.25, Breaker: open(20*time.Second, false, 1, "rate_limited")},
 		{Exit: "b-open", Origin: "shop.example", Breaker: breaker.Snapshot{State: breaker.HalfOpen, ProbesInFlight: 1, Trips: 3}},
 		{Exit: "c-<b>parked</b>", Origin: "news.example", Breaker: breaker.Snapshot{State: breaker.Closed}},
 	},
-	Origins: []transport.OriginStatus{
+	Origins: []pool.OriginStatus{
 		{Origin: "news.example", Breaker: breaker.Snapshot{}},
 		{Origin: "down.example<script>", Breaker: open(10*time.Second, false, 1, "timeout")},
 	},

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // Table is the breaker table as the page shows it, and its JSON form. It holds no credentials:
@@ -78,7 +78,7 @@ type OriginRow struct {
 
 // BuildTable turns a snapshot into the page's table, keeping at most maxPairs pair rows (the most
 // severe; negative keeps all).
-func BuildTable(s transport.Snapshot, maxPairs int) Table {
+func BuildTable(s pool.Snapshot, maxPairs int) Table {
 	t := Table{At: s.At, Exits: []ExitRow{}, Pairs: []PairRow{}, Origins: []OriginRow{}} // [] in JSON, not null
 	parked := map[string]bool{}
 	for _, e := range s.Exits {

@@ -1,23 +1,21 @@
-// Package transport routes HTTP requests through a pool of proxy exits, with a circuit breaker per
-// (exit, origin) pair deciding which exits may take traffic.
+// Package transport is the http.RoundTripper on top of package pool: it picks an exit for each
+// request, sends the request through that exit, classifies the outcome and reports the verdict.
 //
-//	http.Client → Transport.RoundTrip → origin key → origin guard admits?
-//	            → Pool: peek at breakers, choose a ready exit, acquire its permits
-//	            → the exit's own *http.Transport (proxy = that exit) → response or error
-//	            → Classifier → Verdict → pair / exit / origin breakers → Observers
+//	http.Client → Transport.RoundTrip → per-request middleware (WithMiddleware)
+//	            → origin key → pool.Pool.Pick → lease on an exit
+//	            → the exit's chain: per-exit middleware (WithExitMiddleware) → the exit's own
+//	              *http.Transport (proxy = that exit) → response or error
+//	            → Classifier → pool.Verdict → Lease.Report → breakers → observers
 //	            → (success) verdict confirmed when the body ends
 //
-// # Breakers
+// Build the pool, then the transport over it:
 //
-// Each (exit, origin) pair has a breaker.Breaker, created on first use and dropped when idle and
-// healthy: a residential IP rate-capped by one site stays usable on every other. Each exit also
-// has a breaker of its own for exit-scoped trouble: a 407 from the proxy, a refused gateway or a
-// proxy host that does not resolve parks the exit for every origin; connection-level failures
-// (timeouts, resets, dropped tunnels) count toward the exit's failure rate across all origins, so a
-// flaky exit that spreads its failures thinly over many sites is still taken out. Each origin has a
-// guard: when most of the exits that recently tried it fail it (at least three), the origin is the
-// problem, requests for it fail fast with an *OriginUnhealthyError, and pair breakers do not count
-// the episode against the exits.
+//	p, err := pool.New(pool.WithExits(exits...))
+//	tr, err := transport.New(p, transport.WithObserver(obs))
+//	client := &http.Client{Transport: tr}
+//
+// What the breakers do, how exits are chosen and when a request is refused is the pool's (see
+// package pool); this package decides what an HTTP outcome means.
 //
 // # Classification
 //
@@ -42,19 +40,16 @@
 // trouble as much as the exit's; the origin guard sees them at full weight. The origin guard counts
 // every transient failure except 429s and challenge pages, which judge one IP, not the origin.
 //
-// Hanging exits are caught by the header timeout (WithHeaderTimeout, default 15 s): a timeout of
-// the transport's own making blames the exit, while the caller's own deadline is neutral. Keep the
-// header timeout below http.Client.Timeout.
+// Hanging exits are caught by the header timeout (WithHeaderTimeout, default 15 s, on the pool's
+// clock): a timeout of the transport's own making blames the exit, while the caller's own deadline
+// is neutral. Keep the header timeout below http.Client.Timeout.
 //
-// # Selection
+// # The chain
 //
-// The pool peeks at breakers without taking anything, chooses at random among ready exits (the
-// less loaded of two random ready exits by default), and acquires permits only on the one it chose,
-// so a HALF_OPEN breaker it passes over keeps its probe slot. Picking samples before it scans: its
-// cost does not grow with the number of origins and stays flat with the number of exits while most
-// are ready. Lower tiers are preferred per origin; higher tiers serve only while a lower one has
-// nothing ready. WithSession pins a session to an exit per origin; WithRetries makes a retry of the
-// same logical request avoid the exits that failed it.
+// Per-request middleware (WithMiddleware) wraps everything and sees each request once. Per-exit
+// middleware (WithExitMiddleware) is built once per exit around that exit's base transport and sees
+// every attempt through it: per-exit headers, signing, accounting. Observers (WithObserver) see
+// each attempt start and finish; one that is also a pool.Observer hears the pool's events too.
 //
 // # Routing
 //
@@ -66,6 +61,12 @@
 // answers a plain-HTTP request with a 407 response (err == nil, as net/http returns it) and an
 // HTTPS request with an *AttemptError wrapping a *ProxyConnectError; either way the exit is parked,
 // and VerdictFromResponse or AttemptError.Verdict says proxy_auth. When no exit is ready, RoundTrip
-// returns a *NoHealthyExitError (errors.Is ErrNoHealthyExit) that says how long until the soonest
-// probe: never a direct connection.
+// returns the pool's *pool.NoHealthyExitError (errors.Is pool.ErrNoHealthyExit) that says how long
+// until the soonest probe: never a direct connection.
+//
+// # Per-request intent
+//
+// ContextWithSession sticks a session to one exit per origin, ContextWithRetries makes the attempts
+// of one logical request avoid the exits that failed it, and ContextWithExit pins a request to one
+// exit; each becomes a field of the pool.Request the transport picks with.
 package transport

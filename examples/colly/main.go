@@ -5,7 +5,8 @@
 // collyext attached and RetryOnError re-queueing failures on other exits. It prints the breakers'
 // state changes as they happen, and a summary: every page loaded once, which exit carried what.
 //
-//	colly.Collector → collyext (id, exit, re-queue) → transport.Transport → proxytest proxy → site
+//	colly.Collector → collyext (id, *pool.Retries, exit, re-queue) → transport.Transport
+//	    → pool.Pool picks an exit → proxytest proxy → site
 //
 // Run it with `go run ./examples/colly`; -h lists the flags. A run takes a second or two.
 package main
@@ -25,6 +26,7 @@ import (
 	"github.com/gocolly/colly/v2"
 
 	"github.com/proxybreaker/proxybreaker/collyext"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -85,9 +87,14 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 	}
 	defer w.close()
 
+	pl, err := pool.New(pool.WithExits(w.exits...))
+	if err != nil {
+		return summary{}, err
+	}
 	p := &printer{out: out, quiet: cfg.Quiet, failures: map[string]int{}}
-	tr, err := transport.New(
-		transport.WithExits(w.exits...),
+	// p is a transport.Observer (attempts) and a pool.Observer (state changes): WithObserver plugs
+	// it into both, and Close takes it off the pool again.
+	tr, err := transport.New(pl,
 		transport.WithHeaderTimeout(headerTimeout),
 		transport.WithObserver(p),
 	)
@@ -188,7 +195,8 @@ func tally(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// printer is the transport's observer: it prints breaker state changes and counts attempts.
+// printer observes the transport's attempts, which it counts, and the pool's breakers, whose state
+// changes it prints.
 type printer struct {
 	transport.NopObserver
 	out   io.Writer
@@ -203,20 +211,20 @@ func (p *printer) AttemptFinished(_ context.Context, r transport.AttemptResult) 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.attempts++
-	if r.Verdict.Outcome == transport.Transient || r.Verdict.Outcome == transport.Permanent {
+	if r.Verdict.Outcome == pool.Transient || r.Verdict.Outcome == pool.Permanent {
 		p.failures[r.Exit.Label()+" "+string(r.Verdict.Class)]++
 	}
 }
 
-func (p *printer) StateChanged(c transport.StateChange) {
+func (p *printer) StateChanged(c pool.StateChange) {
 	if p.quiet {
 		return
 	}
 	what := "exit " + c.Exit.Label()
 	switch c.Scope {
-	case transport.ScopePair:
+	case pool.ScopePair:
 		what = fmt.Sprintf("pair %s × %s", c.Exit.Label(), c.Origin)
-	case transport.ScopeOrigin:
+	case pool.ScopeOrigin:
 		what = "origin " + c.Origin
 	}
 	detail := ""

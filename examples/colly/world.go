@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // exitSpec is one proxy exit of the example and the trouble it has.
@@ -45,7 +45,7 @@ type world struct {
 	reg     *proxytest.Registry
 	proxies []*proxytest.Proxy
 	site    *httptest.Server
-	exits   []*transport.Exit
+	exits   []*pool.Exit
 }
 
 // startWorld starts the site and the proxies. On error it closes whatever it started.
@@ -84,7 +84,7 @@ func startWorld(pages int) (w *world, err error) {
 			}
 			urls[i] = &url.URL{Scheme: "http", Host: addr}
 		}
-		e, err := transport.NewExit(urls[i])
+		e, err := pool.NewExit(urls[i])
 		if err != nil {
 			return nil, err
 		}

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // TestRun runs the demo on a small configuration and checks what a newcomer is told it shows:
@@ -42,8 +42,8 @@ func checkRun(t *testing.T, cfg config, s summary, text string) {
 
 	for _, c := range []struct {
 		exit  string
-		class transport.Class
-	}{{"auth-bad", transport.ClassProxyAuth}, {"dead", transport.ClassProxyRefused}} {
+		class pool.Class
+	}{{"auth-bad", pool.ClassProxyAuth}, {"dead", pool.ClassProxyRefused}} {
 		e := s.exit(c.exit)
 		if e.Wide.Parks == 0 || e.Wide.Reasons[string(c.class)] == 0 {
 			t.Errorf("%s: exit breaker parks = %d, reasons %v; want parked for %s", c.exit, e.Wide.Parks, e.Wide.Reasons, c.class)
@@ -54,8 +54,8 @@ func checkRun(t *testing.T, cfg config, s summary, text string) {
 	}
 
 	capped := s.exit(capProxy)
-	if h := s.Pairs[pairKey{capProxy, "shop"}]; h.Trips == 0 || h.Reasons[string(transport.ClassRateLimited)] == 0 {
-		t.Errorf("%s → shop: trips = %d, reasons %v; want tripped by %s", capProxy, h.Trips, h.Reasons, transport.ClassRateLimited)
+	if h := s.Pairs[pairKey{capProxy, "shop"}]; h.Trips == 0 || h.Reasons[string(pool.ClassRateLimited)] == 0 {
+		t.Errorf("%s → shop: trips = %d, reasons %v; want tripped by %s", capProxy, h.Trips, h.Reasons, pool.ClassRateLimited)
 	}
 	if n := capped.OK["news"] + capped.OK["api"]; n == 0 {
 		t.Errorf("%s carried %d successful requests to news and api, want some: a rate cap on shop must not take it out elsewhere", capProxy, n)
@@ -67,7 +67,7 @@ func checkRun(t *testing.T, cfg config, s summary, text string) {
 	}
 
 	hang := s.exit("hang")
-	if hang.Failed[transport.ClassTimeout] == 0 {
+	if hang.Failed[pool.ClassTimeout] == 0 {
 		t.Errorf("hang: failures %v, want timeouts", hang.Failed)
 	}
 	pairTrips := 0

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -32,14 +33,14 @@ type loadStats struct {
 	mu            sync.Mutex
 	refusedNoExit int
 	refusedOrigin int
-	failures      map[transport.Class]int
+	failures      map[pool.Class]int
 	examples      map[string]string // the first thing a caller saw, by class or refusal kind
 	checked       int               // successes whose connection was checked against the exit named
 	misrouted     int               // ... whose connection led to another proxy than that exit's
 }
 
 func newLoadStats() *loadStats {
-	return &loadStats{failures: map[transport.Class]int{}, examples: map[string]string{}}
+	return &loadStats{failures: map[pool.Class]int{}, examples: map[string]string{}}
 }
 
 // run sends cfg.Requests requests, paced evenly over most of cfg.Duration and spread at
@@ -107,15 +108,15 @@ func (st *loadStats) do(ctx context.Context, client *http.Client, rec *recorder,
 	ctx = httptrace.WithClientTrace(context.WithValue(ctx, reqKey{}, r), trace)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		st.fail(transport.ClassError, err.Error())
+		st.fail(pool.ClassError, err.Error())
 		return
 	}
 	resp, err := client.Do(req)
 	if err != nil {
 		switch {
-		case errors.Is(err, transport.ErrNoHealthyExit):
+		case errors.Is(err, pool.ErrNoHealthyExit):
 			st.refuse(&st.refusedNoExit, "no healthy exit", err)
-		case errors.Is(err, transport.ErrOriginUnhealthy):
+		case errors.Is(err, pool.ErrOriginUnhealthy):
 			st.refuse(&st.refusedOrigin, "origin unhealthy", err)
 		default:
 			st.fail(classOf(rec, r), "err: "+err.Error())
@@ -142,11 +143,11 @@ func (st *loadStats) do(ctx context.Context, client *http.Client, rec *recorder,
 }
 
 // classOf is the verdict class the transport gave the request's attempt.
-func classOf(rec *recorder, r *reqRecord) transport.Class {
+func classOf(rec *recorder, r *reqRecord) pool.Class {
 	if v, ok := rec.verdict(r); ok {
 		return v.Class
 	}
-	return transport.ClassError
+	return pool.ClassError
 }
 
 // succeed counts a success that arrived on a connection to the proxy named via.
@@ -164,7 +165,7 @@ func (st *loadStats) succeed(resp *http.Response, via string) {
 	}
 }
 
-func (st *loadStats) fail(c transport.Class, what string) {
+func (st *loadStats) fail(c pool.Class, what string) {
 	st.failed.Add(1)
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -1,12 +1,12 @@
 // Command demo shows proxybreaker at work, self-contained on 127.0.0.1: it starts in-process
 // forward proxies (healthy ones, one that a site rate-caps, one with a wrong password, a dead one
 // and one that hangs) and three small web sites, sends a few hundred requests through a
-// transport.Transport from several workers, prints the breaker table as it changes, and ends with
-// a summary of what the breakers did.
+// transport.Transport over a pool.Pool from several workers, prints the breaker table as it
+// changes, and ends with a summary of what the breakers did.
 //
-//	worker → http.Client → transport.Transport → pick exit → proxytest proxy → httptest origin
-//	                              ↑ breakers per (exit, origin), per exit    │ Registry: which proxy?
-//	                              └── Observer (lines, tallies), Snapshot (table)
+//	worker → http.Client → transport.Transport → pool.Pool picks an exit → proxytest proxy → httptest origin
+//	                              ↑ pool: breakers per (exit, origin), per exit            │ Registry: which proxy?
+//	                              └── Observer (lines, tallies), Pool.Snapshot (table)
 //
 // Run it with `make demo` or `go run ./examples/demo`; -h lists the flags.
 package main
@@ -21,10 +21,10 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -95,16 +95,22 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 		return summary{}, err
 	}
 	rec := newRecorder(start, w.originName, !cfg.Quiet, cfg.Color)
-	rng := newLockedRand(cfg.Seed)
-	pair, exit := pairSettings(rng), exitSettings(rng)
-	tr, err := transport.New(
-		transport.WithExits(w.exits...),
-		transport.WithBreakerSettings(pair),
-		transport.WithExitBreakerSettings(exit),
+	pair, exit := pairSettings(), exitSettings()
+	p, err := pool.New(
+		pool.WithExits(w.exits...),
+		pool.WithPairSettings(pair),
+		pool.WithExitSettings(exit),
+		pool.WithSeed(cfg.Seed), // exit selection and every breaker's jitter
+	)
+	if err != nil {
+		return summary{}, errors.Join(err, w.close())
+	}
+	// The recorder is also a pool.Observer: transport.New adds it to the pool, so it hears of
+	// state changes too, and Close takes it off again.
+	tr, err := transport.New(p,
 		transport.WithHeaderTimeout(headerTimeout),
 		transport.WithBaseTemplate(w.baseTemplate()),
 		transport.WithObserver(rec),
-		transport.WithRand(rng.Uint64),
 	)
 	if err != nil {
 		return summary{}, errors.Join(err, w.close())
@@ -134,19 +140,20 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 	return sum, closeErr
 }
 
-// pairSettings are the per-(exit, origin) breakers' settings, scaled down for the demo.
-func pairSettings(rng *lockedRand) breaker.Settings {
+// pairSettings are the per-(exit, origin) breakers' settings, scaled down for the demo. Their
+// jitter draws from the pool's seeded source (pool.WithSeed).
+func pairSettings() breaker.Settings {
 	return breaker.Settings{
 		BaseCooldown: baseCooldown, MaxCooldown: maxCooldown, Window: window,
-		ParkFor: parkFor, StablePeriod: stablePeriod, Rand: rng.Float64,
+		ParkFor: parkFor, StablePeriod: stablePeriod,
 	}
 }
 
-// exitSettings are each exit's own breaker's settings: transport.DefaultExitSettings, scaled down.
-func exitSettings(rng *lockedRand) breaker.Settings {
-	s := transport.DefaultExitSettings()
+// exitSettings are each exit's own breaker's settings: pool.DefaultExitSettings, scaled down.
+func exitSettings() breaker.Settings {
+	s := pool.DefaultExitSettings()
 	s.BaseCooldown, s.MaxCooldown, s.Window = baseCooldown, maxCooldown, window
-	s.ParkFor, s.StablePeriod, s.Rand = parkFor, stablePeriod, rng.Float64
+	s.ParkFor, s.StablePeriod = parkFor, stablePeriod
 	return s
 }
 
@@ -211,26 +218,4 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%dm", d/time.Minute)
 	}
 	return d.String()
-}
-
-// lockedRand is a seeded random source safe for concurrent use, for selection and jitter.
-type lockedRand struct {
-	mu sync.Mutex
-	r  *rand.Rand
-}
-
-func newLockedRand(seed uint64) *lockedRand {
-	return &lockedRand{r: rand.New(rand.NewPCG(seed, ^seed))}
-}
-
-func (l *lockedRand) Uint64() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Uint64()
-}
-
-func (l *lockedRand) Float64() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Float64()
 }

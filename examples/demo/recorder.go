@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -43,9 +44,9 @@ func (h *history) note(t breaker.Transition) {
 // exitTally is what the transport reported about one exit.
 type exitTally struct {
 	Attempts int
-	OK       map[string]int          // successful attempts by origin name
-	Failed   map[transport.Class]int // unsuccessful attempts by verdict class
-	Wide     history                 // the exit's own breaker
+	OK       map[string]int     // successful attempts by origin name
+	Failed   map[pool.Class]int // unsuccessful attempts by verdict class
+	Wide     history            // the exit's own breaker
 }
 
 type pairKey struct{ exit, origin string } // exit label, origin name
@@ -54,14 +55,14 @@ type pairKey struct{ exit, origin string } // exit label, origin name
 // transport classified the attempt.
 type reqRecord struct {
 	attempted bool
-	verdict   transport.Verdict
+	verdict   pool.Verdict
 }
 
 type reqKey struct{}
 
-// recorder is the demo's transport.Observer: it tallies attempts per exit, keeps the history of
-// every breaker, and queues a line per state change for the display. Its methods are called
-// concurrently from the request path, so they only count and format under a mutex.
+// recorder is the demo's transport.Observer and pool.Observer: it tallies attempts per exit, keeps
+// the history of every breaker, and queues a line per state change for the display. Its methods
+// are called concurrently from the request path, so they only count and format under a mutex.
 type recorder struct {
 	transport.NopObserver
 	start     time.Time
@@ -76,7 +77,10 @@ type recorder struct {
 	pending []string            // state-change lines the display has not printed yet
 }
 
-var _ transport.Observer = (*recorder)(nil)
+var (
+	_ transport.Observer = (*recorder)(nil)
+	_ pool.Observer      = (*recorder)(nil) // so transport.New adds it to the pool
+)
 
 func newRecorder(start time.Time, name func(string) string, keepLines, color bool) *recorder {
 	return &recorder{
@@ -89,7 +93,7 @@ func newRecorder(start time.Time, name func(string) string, keepLines, color boo
 func (r *recorder) exit(label string) *exitTally {
 	t := r.exits[label]
 	if t == nil {
-		t = &exitTally{OK: map[string]int{}, Failed: map[transport.Class]int{}}
+		t = &exitTally{OK: map[string]int{}, Failed: map[pool.Class]int{}}
 		r.exits[label] = t
 	}
 	return t
@@ -102,7 +106,7 @@ func (r *recorder) AttemptFinished(ctx context.Context, a transport.AttemptResul
 	defer r.mu.Unlock()
 	t := r.exit(a.Exit.Label())
 	t.Attempts++
-	if a.Verdict.Outcome == transport.Success {
+	if a.Verdict.Outcome == pool.Success {
 		t.OK[origin]++
 	} else {
 		t.Failed[a.Verdict.Class]++
@@ -113,18 +117,18 @@ func (r *recorder) AttemptFinished(ctx context.Context, a transport.AttemptResul
 }
 
 // StateChanged records the transition and queues its line.
-func (r *recorder) StateChanged(c transport.StateChange) {
+func (r *recorder) StateChanged(c pool.StateChange) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var h *history
 	switch c.Scope {
-	case transport.ScopePair:
+	case pool.ScopePair:
 		k := pairKey{c.Exit.Label(), r.name(c.Origin)}
 		if h = r.pairs[k]; h == nil {
 			h = &history{}
 			r.pairs[k] = h
 		}
-	case transport.ScopeExit:
+	case pool.ScopeExit:
 		h = &r.exit(c.Exit.Label()).Wide
 	default:
 		o := r.name(c.Origin)
@@ -140,7 +144,7 @@ func (r *recorder) StateChanged(c transport.StateChange) {
 }
 
 // verdict returns what the observer learned about a request's attempt.
-func (r *recorder) verdict(rec *reqRecord) (transport.Verdict, bool) {
+func (r *recorder) verdict(rec *reqRecord) (pool.Verdict, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return rec.verdict, rec.attempted

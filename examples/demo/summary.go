@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // summary is the outcome of a run: what the callers saw, what each exit did and what each breaker
@@ -22,14 +22,14 @@ type summary struct {
 	Successes     int
 	RefusedNoExit int
 	RefusedOrigin int
-	Failures      map[transport.Class]int // failed requests by verdict class
-	Examples      map[string]string       // the first thing a caller saw, by class or refusal kind
-	Exits         []exitReport            // in table order
-	Pairs         map[pairKey]history     // every pair breaker that changed state
-	Guards        map[string]history      // every origin guard that changed state, by origin name
-	Checked       int                     // successes whose connection was checked against the exit named
-	Misrouted     int                     // ... whose connection led to another exit's proxy
-	Direct        int                     // requests the origins received from no proxy at all
+	Failures      map[pool.Class]int  // failed requests by verdict class
+	Examples      map[string]string   // the first thing a caller saw, by class or refusal kind
+	Exits         []exitReport        // in table order
+	Pairs         map[pairKey]history // every pair breaker that changed state
+	Guards        map[string]history  // every origin guard that changed state, by origin name
+	Checked       int                 // successes whose connection was checked against the exit named
+	Misrouted     int                 // ... whose connection led to another exit's proxy
+	Direct        int                 // requests the origins received from no proxy at all
 	Elapsed       time.Duration
 	Lines, Leaks  int // lines printed, and lines holding a password (filled in after printing)
 }
@@ -236,7 +236,7 @@ func explain(s summary) []string {
 			capProxy, capRetryAfter, h.Trips, h.Reheated, waits(h.Waits), capProxy, others))
 	}
 	hang := s.exit("hang")
-	if n := hang.Failed[transport.ClassTimeout]; n > 0 {
+	if n := hang.Failed[pool.ClassTimeout]; n > 0 {
 		how := "its pair breakers opened one origin at a time, and each was probed at growing intervals instead of being waited on"
 		pairTrips := 0
 		for k, h := range s.Pairs {
@@ -249,7 +249,7 @@ func explain(s summary) []string {
 			how = "too few in this short run to trip a breaker"
 		case hang.Wide.Trips > 0:
 			how = fmt.Sprintf("once %d had piled up within %v its own exit breaker opened for every origin at once, "+
-				"and it was probed after %s instead of being waited on", transport.DefaultExitSettings().FailureThreshold, window, waits(hang.Wide.Waits))
+				"and it was probed after %s instead of being waited on", pool.DefaultExitSettings().FailureThreshold, window, waits(hang.Wide.Waits))
 		}
 		l = append(l, fmt.Sprintf("hang accepted connections and never answered. Each try ended at the %v header timeout, "+
 			"not at the caller's %v (%d timeouts in all); %s.", headerTimeout, clientTimeout, n, how))

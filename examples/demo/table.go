@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // Display pacing: state-change lines are printed within flushEvery of happening; the table is
@@ -24,7 +24,7 @@ const (
 type display struct {
 	out   io.Writer
 	w     *world
-	pool  *transport.Pool
+	pool  *pool.Pool // the breakers the table shows
 	rec   *recorder
 	st    *loadStats
 	total int
@@ -39,9 +39,9 @@ type display struct {
 	done      chan struct{}
 }
 
-func startDisplay(out io.Writer, w *world, pool *transport.Pool, rec *recorder, st *loadStats, total int, start time.Time, color bool) *display {
+func startDisplay(out io.Writer, w *world, p *pool.Pool, rec *recorder, st *loadStats, total int, start time.Time, color bool) *display {
 	d := &display{
-		out: out, w: w, pool: pool, rec: rec, st: st, total: total, start: start, color: color,
+		out: out, w: w, pool: p, rec: rec, st: st, total: total, start: start, color: color,
 		stop: make(chan struct{}), done: make(chan struct{}), lastPrint: start,
 		blank: true, // the introduction ends with a blank line
 	}
@@ -111,8 +111,8 @@ const (
 
 // render draws the table for s. key captures only the breakers' states, not countdowns or counts,
 // so that the table is reprinted when something changed state.
-func (d *display) render(s transport.Snapshot) (text, key string) {
-	exits := map[string]transport.ExitStatus{}
+func (d *display) render(s pool.Snapshot) (text, key string) {
+	exits := map[string]pool.ExitStatus{}
 	for _, e := range s.Exits {
 		exits[e.Exit] = e
 	}
@@ -209,12 +209,12 @@ func paint(color bool, text, state string) string {
 // describeChange is the line printed for one transition, e.g.
 // "12.3s  res-capped → shop: closed → OPEN (retry_after, rate_limited) next probe in 3.5s".
 // fromParked says that the breaker was parked before this transition.
-func describeChange(c transport.StateChange, at time.Duration, name func(string) string, fromParked, color bool) string {
+func describeChange(c pool.StateChange, at time.Duration, name func(string) string, fromParked, color bool) string {
 	var who string
 	switch c.Scope {
-	case transport.ScopePair:
+	case pool.ScopePair:
 		who = c.Exit.Label() + " → " + name(c.Origin)
-	case transport.ScopeExit:
+	case pool.ScopeExit:
 		who = c.Exit.Label() + " (whole exit)"
 	default:
 		who = "origin guard " + name(c.Origin)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -68,8 +69,8 @@ func secrets() []string {
 type world struct {
 	reg      *proxytest.Registry
 	proxies  []*proxytest.Proxy
-	exits    []*transport.Exit // labelled, in exitSpecs order
-	redacted []string          // each exit's URL as the library prints it when unlabelled
+	exits    []*pool.Exit // labelled, in exitSpecs order
+	redacted []string     // each exit's URL as the library prints it when unlabelled
 	origins  []*origin
 	byKey    map[string]*origin // by origin key, as the transport names origins
 	roots    *x509.CertPool     // trusts the HTTPS origin
@@ -108,7 +109,7 @@ func startWorld() (w *world, err error) {
 			}
 			urls[i] = &url.URL{Scheme: "http", Host: addr}
 		}
-		e, err := transport.NewExit(urls[i])
+		e, err := pool.NewExit(urls[i])
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/statuspage"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -87,17 +88,21 @@ func start(ctx context.Context, cfg config) (a *app, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a.tr, err = transport.New(
-		transport.WithExits(a.world.exits...),
-		transport.WithObserver(a.obs),
-		transport.WithHeaderTimeout(2*time.Second),
+	p, err := pool.New(
+		pool.WithExits(a.world.exits...),
 		// Two exits carry traffic here; let two failing at once trip an origin's guard.
-		transport.WithOriginGuard(transport.OriginGuardSettings{MinExits: 2}),
+		pool.WithOriginGuard(pool.OriginGuardSettings{MinExits: 2}),
 	)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.obs.Register(a.tr.Pool()); err != nil {
+	// WithObserver plugs otelbreaker in whole: attempt spans, the pool's events, and the breaker
+	// gauges, bound to p until a.tr.Close.
+	a.tr, err = transport.New(p,
+		transport.WithObserver(a.obs),
+		transport.WithHeaderTimeout(2*time.Second),
+	)
+	if err != nil {
 		return nil, err
 	}
 	a.client = &http.Client{
@@ -108,7 +113,7 @@ func start(ctx context.Context, cfg config) (a *app, err error) {
 		Timeout: 10 * time.Second,
 	}
 
-	page, err := statuspage.New(a.tr.Pool(), statuspage.WithTitle("proxybreaker example"), statuspage.WithRefresh(5*time.Second))
+	page, err := statuspage.New(p, statuspage.WithTitle("proxybreaker example"), statuspage.WithRefresh(5*time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +169,7 @@ func (a *app) get(ctx context.Context, url string) {
 	a.sent.Add(1)
 	resp, err := a.client.Do(req)
 	switch {
-	case errors.Is(err, transport.ErrNoHealthyExit) || errors.Is(err, transport.ErrOriginUnhealthy):
+	case errors.Is(err, pool.ErrNoHealthyExit) || errors.Is(err, pool.ErrOriginUnhealthy):
 		a.refused.Add(1)
 	case err != nil:
 		a.failed.Add(1)
@@ -210,7 +215,8 @@ func list(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// close stops the server, the transport, the telemetry and the world.
+// close stops the server, the transport (which unbinds the observer's gauges), the telemetry and
+// the world.
 func (a *app) close() error {
 	var errs []error
 	if a.srv != nil {
@@ -222,9 +228,6 @@ func (a *app) close() error {
 		}
 	} else if a.ln != nil {
 		a.ln.Close()
-	}
-	if a.obs != nil {
-		errs = append(errs, a.obs.Close())
 	}
 	if a.tr != nil {
 		errs = append(errs, a.tr.Close())

@@ -4,7 +4,7 @@
 // small sites (one answers, one rate-limits every exit with 429 Retry-After, one is down with
 // 503), and sends requests through them until interrupted, so the breakers have something to do.
 //
-//	worker → otelhttp client span → transport.Transport → proxytest proxy → httptest origin
+//	worker → otelhttp client span → transport.Transport → Pool.Pick → proxytest proxy → httptest origin
 //	                                     │ otelbreaker: attempt spans, counters, histograms
 //	Prometheus ── GET /metrics ──→ OTel Prometheus exporter ← breaker gauges (Pool.Snapshot)
 //	browser ──── GET /status ───→ statuspage.Handler ← Pool.Snapshot

@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -50,7 +51,7 @@ const busyRetryAfter = 30
 // world is the proxies, the origins and the exits that point at the proxies, all on 127.0.0.1.
 type world struct {
 	proxies []*proxytest.Proxy
-	exits   []*transport.Exit
+	exits   []*pool.Exit
 	origins map[string]*httptest.Server // by name
 	names   map[string]string           // origin name by origin key
 }
@@ -89,7 +90,7 @@ func startWorld() (w *world, err error) {
 				u = p.URLWithCredentials(sp.user, sp.wrongPass)
 			}
 		}
-		e, err := transport.NewExit(u)
+		e, err := pool.NewExit(u)
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,11 @@
 //     once with a clear error, which errors.As sees through retryablehttp's wrapping.
 //
 //     retryablehttp.Client → CheckRetry / Backoff / PrepareRetry (package retry)
-//     → http.Client → transport.Transport → proxytest proxy → httptest site
+//     → http.Client → transport.Transport → pool.Pool picks an exit → proxytest proxy → httptest site
+//
+// Each logical request's context comes from transport.ContextWithRetries: its *pool.Retries is
+// what the request's attempts share — the exits that failed it (the pool steers around them),
+// its failed attempts and the instant the next may go (the retry policy notes them).
 //
 // Run it with `go run ./examples/retryablehttp`. A run takes about three seconds.
 package main
@@ -35,6 +39,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -94,7 +99,11 @@ func runScenes(out io.Writer, requests int) (result, error) {
 	}
 	defer w1.close()
 	obs := &attempts{byReq: map[int][]string{}}
-	tr1, err := transport.New(transport.WithExits(w1.exits...), transport.WithObserver(obs))
+	p1, err := pool.New(pool.WithExits(w1.exits...))
+	if err != nil {
+		return res, err
+	}
+	tr1, err := transport.New(p1, transport.WithObserver(obs))
 	if err != nil {
 		return res, err
 	}
@@ -104,7 +113,7 @@ func runScenes(out io.Writer, requests int) (result, error) {
 		return res, err
 	}
 	for i := range requests {
-		ctx := context.WithValue(retry.WithRetries(context.Background()), reqKey{}, i)
+		ctx := context.WithValue(transport.ContextWithRetries(context.Background()), reqKey{}, i)
 		body, exit, err := get(ctx, c1, fmt.Sprintf("%s/item/%d", site.URL, i))
 		tried := obs.of(i)
 		if err != nil {
@@ -131,26 +140,30 @@ func runScenes(out io.Writer, requests int) (result, error) {
 		return res, err
 	}
 	defer w2.close()
-	tr2, err := transport.New(transport.WithExits(w2.exits...),
+	p2, err := pool.New(pool.WithExits(w2.exits...),
 		// A short base cooldown, so that the Retry-After (2 s) sets the OPEN window.
-		transport.WithBreakerSettings(breaker.Settings{BaseCooldown: 500 * time.Millisecond}))
+		pool.WithPairSettings(breaker.Settings{BaseCooldown: 500 * time.Millisecond}))
+	if err != nil {
+		return res, err
+	}
+	tr2, err := transport.New(p2)
 	if err != nil {
 		return res, err
 	}
 	defer tr2.Close()
-	c2, p2, err := newClient(tr2)
+	c2, policy2, err := newClient(tr2)
 	if err != nil {
 		return res, err
 	}
 	var waited time.Duration
 	c2.PrepareRetry = func(r *http.Request) error {
 		start := time.Now()
-		err := p2.PrepareRetry(r)
+		err := policy2.PrepareRetry(r)
 		waited += time.Since(start)
 		return err
 	}
 	c2.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
-		var nh *transport.NoHealthyExitError
+		var nh *pool.NoHealthyExitError
 		if errors.As(err, &nh) {
 			res.Scene2Probe = nh.RetryIn
 			fmt.Fprintf(out, "   attempt refused: %v\n", nh)
@@ -159,10 +172,10 @@ func runScenes(out io.Writer, requests int) (result, error) {
 		} else if resp != nil {
 			fmt.Fprintf(out, "   attempt answered %s\n", resp.Status)
 		}
-		return p2.CheckRetry(ctx, resp, err)
+		return policy2.CheckRetry(ctx, resp, err)
 	}
 	start := time.Now()
-	body, _, err := get(retry.WithRetries(context.Background()), c2, site.URL+"/item/42")
+	body, _, err := get(transport.ContextWithRetries(context.Background()), c2, site.URL+"/item/42")
 	if err != nil {
 		return res, fmt.Errorf("scene 2: %w", err)
 	}
@@ -181,7 +194,11 @@ func runScenes(out io.Writer, requests int) (result, error) {
 		return res, err
 	}
 	defer w3.close()
-	tr3, err := transport.New(transport.WithExits(w3.exits...))
+	p3, err := pool.New(pool.WithExits(w3.exits...))
+	if err != nil {
+		return res, err
+	}
+	tr3, err := transport.New(p3)
 	if err != nil {
 		return res, err
 	}
@@ -192,24 +209,25 @@ func runScenes(out io.Writer, requests int) (result, error) {
 	}
 	c3.RetryMax = 10
 	start = time.Now()
-	_, _, err = get(retry.WithRetries(context.Background()), c3, site.URL+"/item/7")
+	_, _, err = get(transport.ContextWithRetries(context.Background()), c3, site.URL+"/item/7")
 	res.Scene3Err = err
 	for _, p := range w3.proxies {
 		res.Scene3Attempts += int(p.Rejected())
 	}
 	fmt.Fprintf(out, "   after %v and %d attempts:\n   %v\n", time.Since(start).Round(time.Millisecond), res.Scene3Attempts, err)
 	var giveUp *retry.GiveUpError
-	var noExit *transport.NoHealthyExitError
+	var noExit *pool.NoHealthyExitError
 	if errors.As(err, &giveUp) && errors.As(err, &noExit) {
-		fmt.Fprintf(out, "   errors.As: *retry.GiveUpError (%d failed attempts), *transport.NoHealthyExitError (retry in %v)\n",
+		fmt.Fprintf(out, "   errors.As: *retry.GiveUpError (%d failed attempts), *pool.NoHealthyExitError (retry in %v)\n",
 			len(giveUp.Failures), noExit.RetryIn.Round(time.Second))
 	}
 	return res, nil
 }
 
-// newClient returns a retryablehttp client over tr with a fresh retry.Policy's hooks.
+// newClient returns a retryablehttp client over tr with a fresh retry.Policy's hooks, waiting on
+// the clock of tr's pool.
 func newClient(tr *transport.Transport) (*retryablehttp.Client, *retry.Policy, error) {
-	p, err := retry.New(retry.Settings{})
+	p, err := retry.New(retry.Settings{Clock: tr.Pool().Clock()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -285,7 +303,7 @@ type spec struct {
 
 type exits struct {
 	proxies []*proxytest.Proxy
-	exits   []*transport.Exit
+	exits   []*pool.Exit
 }
 
 // startExits starts a proxy per spec, registered with reg (none for dead ones), and labels the
@@ -322,7 +340,7 @@ func startExits(reg *proxytest.Registry, specs []spec) (*exits, error) {
 			}
 			urls[i] = &url.URL{Scheme: "http", Host: addr}
 		}
-		e, err := transport.NewExit(urls[i])
+		e, err := pool.NewExit(urls[i])
 		if err != nil {
 			x.close()
 			return nil, err

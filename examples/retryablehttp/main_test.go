@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // TestRun plays the example's scenes and checks what each claims.
@@ -31,7 +31,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("scene 2: waited %v for a soonest probe %v away, want about that (the 2s Retry-After, less the time since it was sent)", res.Scene2Wait, res.Scene2Probe)
 	}
 	var giveUp *retry.GiveUpError
-	var noExit *transport.NoHealthyExitError
+	var noExit *pool.NoHealthyExitError
 	if !errors.As(res.Scene3Err, &giveUp) || !errors.As(res.Scene3Err, &noExit) || res.Scene3Attempts != 3 {
 		t.Errorf("scene 3: %v after %d attempts, want a GiveUpError wrapping a NoHealthyExitError after 3", res.Scene3Err, res.Scene3Attempts)
 	}

@@ -5,49 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/pool"
 	"golang.org/x/net/proxy"
 )
-
-// DefaultBaseTemplate returns the template each exit's *http.Transport is cloned from by default:
-// net/http's defaults without ProxyFromEnvironment (a request never leaves except through its
-// exit), HTTP/2 attempted, and bounded dial and TLS handshakes.
-func DefaultBaseTemplate() *http.Transport {
-	return &http.Transport{
-		DialContext: (&net.Dialer{
-			Timeout:   10 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
-	}
-}
-
-func newExitTransport(e *pool.Exit, template *http.Transport, resolver *net.Resolver) *http.Transport {
-	tr := template.Clone()
-	label := e.Label()
-	tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
-		if res.StatusCode != http.StatusOK {
-			return &ProxyConnectError{Exit: label, StatusCode: res.StatusCode}
-		}
-		return nil
-	}
-	switch e.Scheme() {
-	case pool.SchemeSOCKS5, pool.SchemeSOCKS5H:
-		tr.Proxy = nil
-		tr.DialContext = socksDialer(e, template, resolver)
-	default:
-		tr.Proxy = http.ProxyURL(e.ProxyURL())
-	}
-	return tr
-}
 
 // forwardDialer adapts a DialContext func to proxy.ContextDialer.
 type forwardDialer func(ctx context.Context, network, addr string) (net.Conn, error)

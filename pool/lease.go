@@ -1,0 +1,118 @@
+package pool
+
+import (
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+)
+
+// Request says what a pick is for. Only Origin is required.
+type Request struct {
+	// Origin is the key of the origin the request is for: a host, a registrable domain, any
+	// string the caller groups requests by. Breakers judge each (exit, Origin) pair.
+	Origin string
+	// Session, when set, sticks the request to one exit per origin: the first pick of the session
+	// for an origin picks as usual, later ones reuse that exit until its breaker for the origin (or
+	// its own) leaves CLOSED, when the session moves to another exit. For logins and carts that
+	// must keep one IP.
+	Session string
+	// Exit, when set, pins the pick to the exit with that label and no other: if its breakers or
+	// buckets do not admit the request, Pick fails (or waits for the exit's token) rather than
+	// picking another. It takes the exit's permits by the same path as any pick, so a reheat loop
+	// that probes through it never holds a probe slot twice.
+	Exit string
+	// Retries, when set, is the memory of one logical request: the pick passes over the exits that
+	// failed it while another is ready, and a failure reported on the lease is added to it.
+	Retries *Retries
+}
+
+// Lease is one admitted attempt: the exit to send it through and the permits it holds. Give it
+// exactly one Report (or Release, if nothing was sent): until then it holds the exit's place in
+// the pool — a probe slot, its count of leases out. A Lease is a value meant to be used by one
+// goroutine: do not copy it after the first use. The zero Lease ignores every call.
+type Lease struct {
+	p    *Pool
+	t    ticket
+	done bool
+}
+
+// LeaseInfo describes a lease when it was picked.
+type LeaseInfo struct {
+	Exit   *Exit
+	Origin string
+	At     time.Time // when the lease was admitted (after any wait for a token)
+	// Probe reports that the lease holds a HALF_OPEN probe slot (of the pair, the exit or the origin).
+	Probe bool
+	// PairState and ExitState are the states of the pair's and the exit's breakers when the exit was
+	// picked (CLOSED for a pair the pool holds no breaker for).
+	PairState, ExitState breaker.State
+	// DryRun reports that breakers did not steer this pick; WouldRefuse that they would have refused it.
+	DryRun, WouldRefuse bool
+}
+
+// Reported is what a verdict left behind: the pair's and the exit's breaker states once it was applied.
+type Reported struct {
+	PairState, ExitState breaker.State
+}
+
+// Exit returns the exit the lease goes through; nil for the zero Lease.
+func (l *Lease) Exit() *Exit {
+	if l.t.exit == nil {
+		return nil
+	}
+	return l.t.exit.exit
+}
+
+// Info describes the lease.
+func (l *Lease) Info() LeaseInfo {
+	if l.p == nil {
+		return LeaseInfo{}
+	}
+	return LeaseInfo{
+		Exit: l.t.exit.exit, Origin: l.t.origin.key, At: l.t.now,
+		Probe:     l.t.pairPm.Probe() || l.t.exitPm.Probe() || l.t.originPm.Probe(),
+		PairState: l.t.pairState, ExitState: l.t.exitState,
+		DryRun: l.p.dryRun, WouldRefuse: l.t.would,
+	}
+}
+
+// Report is shorthand for ReportAt(now, v) with now read from the pool's clock.
+func (l *Lease) Report(v Verdict) Reported {
+	if l.p == nil || l.done {
+		return Reported{}
+	}
+	return l.ReportAt(l.p.clock.Now(), v)
+}
+
+// ReportAt gives the lease its verdict at now and returns the breakers' states afterwards. Only the
+// first Report or Release of a lease counts; later ones do nothing. How a verdict moves the
+// breakers is the Verdict's to say: see Outcome and Scope.
+func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
+	if l.p == nil || l.done {
+		return Reported{}
+	}
+	l.done = true
+	if v.Outcome == Transient || v.Outcome == Permanent {
+		l.t.retries.avoidExit(l.t.exit.exit)
+	}
+	pair, exit := l.p.finish(now, &l.t, v)
+	return Reported{PairState: pair, ExitState: exit}
+}
+
+// Release is shorthand for ReleaseAt(now) with now read from the pool's clock.
+func (l *Lease) Release() {
+	if l.p == nil || l.done {
+		return
+	}
+	l.ReleaseAt(l.p.clock.Now())
+}
+
+// ReleaseAt gives the lease back at now without a verdict, for an attempt that never went out:
+// every permit is freed and nothing is counted. Like ReportAt, only the first call counts.
+func (l *Lease) ReleaseAt(now time.Time) {
+	if l.p == nil || l.done {
+		return
+	}
+	l.done = true
+	l.p.release(now, &l.t)
+}
