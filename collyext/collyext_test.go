@@ -507,7 +507,7 @@ func TestRetriesPerLogicalRequest(t *testing.T) {
 	}
 }
 
-// GiveUpError lists the failed attempts in pool.DescribeFailures' words, the same as
+// GiveUpError lists the failed attempts in pool.FormatGiveUp's words, the same as
 // retry.GiveUpError, and errors.As and errors.Is see through it, and through colly's wrapping.
 func TestGiveUpErrorMessage(t *testing.T) {
 	auth := pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}
@@ -518,10 +518,9 @@ func TestGiveUpErrorMessage(t *testing.T) {
 	}
 	gu := &collyext.GiveUpError{Method: "GET", URL: "http://shop.example/", Requeued: 2, Wait: 15 * time.Minute, MaxDelay: time.Minute,
 		Failures: fs, Err: nh}
-	var described strings.Builder
-	pool.DescribeFailures(&described, fs)
+	described := strings.TrimPrefix(pool.FormatGiveUp("", fs, nil), "; ")
 	want := "collyext: giving up on GET http://shop.example/, re-queued 2 times: nothing ready for 15m0s, longer than MaxDelay 1m0s; " +
-		described.String() + ": " + nh.Error()
+		described + ": " + nh.Error()
 	if got := gu.Error(); got != want {
 		t.Errorf("GiveUpError.Error() =\n%q, want\n%q", got, want)
 	}
@@ -530,8 +529,8 @@ func TestGiveUpErrorMessage(t *testing.T) {
 	}
 	// The retry package's give-up lists them in the same words.
 	rgu := &retry.GiveUpError{Origin: "shop.example", Wait: 15 * time.Minute, MaxWait: time.Minute, Failures: fs, Err: nh}
-	if !strings.Contains(rgu.Error(), "; "+described.String()+": ") {
-		t.Errorf("retry.GiveUpError.Error() = %q, want it to list %q too", rgu.Error(), described.String())
+	if !strings.Contains(rgu.Error(), "; "+described+": ") {
+		t.Errorf("retry.GiveUpError.Error() = %q, want it to list %q too", rgu.Error(), described)
 	}
 	budget := &collyext.GiveUpError{Method: "GET", URL: "http://shop.example/", Requeued: 4}
 	if got, want := budget.Error(), "collyext: giving up on GET http://shop.example/, re-queued 4 times: retry budget spent"; got != want {

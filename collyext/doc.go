@@ -50,7 +50,7 @@
 // (Settings.Retries) bounds the re-queues per request; the delay before one is the longer of an
 // exponential backoff and the soonest probe (or the origin guard's, or the next token), and a
 // request that would have to wait longer than Settings.MaxDelay is given up with a *GiveUpError,
-// which lists the failed attempts in the words of pool.DescribeFailures, as the retry package's
+// which lists the failed attempts in the words of pool.FormatGiveUp, as the retry package's
 // give-up does. Outcomes a retry cannot fix are never re-queued: a 404 or a 500 from the origin,
 // an origin-scoped permanent failure, the collector's own timeout or cancellation.
 //

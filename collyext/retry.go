@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gocolly/colly/v2"
@@ -18,7 +17,7 @@ import (
 // GiveUpError is what RetryOnError hands its give-up callback when it stops re-queueing a request
 // that another try might still have served: the retry budget is spent, or nothing will be ready
 // for longer than Settings.MaxDelay (every exit parked or cooling for the origin). Its message
-// lists the request's failed attempts as pool.DescribeFailures writes them, the same words the
+// lists the request's failed attempts as pool.FormatGiveUp writes them, the same words the
 // retry package's give-up uses. errors.As finds the last failure's types (*transport.AttemptError,
 // *pool.NoHealthyExitError, *retry.ResponseError, …) and those of every listed failure through it.
 type GiveUpError struct {
@@ -37,37 +36,16 @@ type GiveUpError struct {
 // Error says what was given up and why, and which attempts failed, without credentials: exits
 // appear by label.
 func (e *GiveUpError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "collyext: giving up on %s %s, re-queued %d times", e.Method, e.URL, e.Requeued)
+	head := fmt.Sprintf("collyext: giving up on %s %s, re-queued %d times: retry budget spent", e.Method, e.URL, e.Requeued)
 	if e.Wait > 0 {
-		fmt.Fprintf(&b, ": nothing ready for %v, longer than MaxDelay %v", e.Wait.Round(time.Millisecond), e.MaxDelay)
-	} else {
-		b.WriteString(": retry budget spent")
+		head = fmt.Sprintf("collyext: giving up on %s %s, re-queued %d times: nothing ready for %v, longer than MaxDelay %v",
+			e.Method, e.URL, e.Requeued, e.Wait.Round(time.Millisecond), e.MaxDelay)
 	}
-	if len(e.Failures) > 0 {
-		b.WriteString("; ")
-		pool.DescribeFailures(&b, e.Failures)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
+	return pool.FormatGiveUp(head, e.Failures, e.Err)
 }
 
 // Unwrap returns the last failure, then the listed failures' errors.
-func (e *GiveUpError) Unwrap() []error {
-	errs := make([]error, 0, 1+len(e.Failures))
-	if e.Err != nil {
-		errs = append(errs, e.Err)
-	}
-	for _, f := range e.Failures {
-		if f.Err != nil && f.Err != e.Err {
-			errs = append(errs, f.Err)
-		}
-	}
-	return errs
-}
+func (e *GiveUpError) Unwrap() []error { return pool.GiveUpCauses(e.Err, e.Failures) }
 
 // RetryOnError returns an OnError callback that re-queues the failures a retry can fix
 // (retry.DecideVerdict's table: the exit's failures, transient or permanent, and refusals that

@@ -192,3 +192,40 @@ func TestSweepKeepsPairsBehindAnOpenExit(t *testing.T) {
 		t.Errorf("after the sweep: pair kept = %v (%+v), want kept with its trip", ok, ps.Breaker)
 	}
 }
+
+// bindRecorder is a Binder that notes what it saw of the pool when bound and when unbound.
+type bindRecorder struct {
+	pool.NopObserver
+	exitsAtBind int
+	unbound     bool
+}
+
+func (b *bindRecorder) Bind(p *pool.Pool) (func(), error) {
+	b.exitsAtBind = len(p.Exits())
+	return func() { b.unbound = true }, nil
+}
+
+// TestWithObserverBindsAfterExits: an observer given to pool.New that is a Binder is bound once
+// the pool has its exits (a store restoring saved state needs them), and Observe's remove func
+// unbinds it.
+func TestWithObserverBindsAfterExits(t *testing.T) {
+	rec := &bindRecorder{}
+	p, err := pool.New(pool.WithObserver(rec), pool.WithExits(
+		pool.MustParseExit("10.0.0.1:1"), pool.MustParseExit("10.0.0.2:1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.exitsAtBind != 2 {
+		t.Errorf("Bind saw %d exits, want 2", rec.exitsAtBind)
+	}
+	late := &bindRecorder{}
+	remove, err := p.Observe(late)
+	if err != nil || late.exitsAtBind != 2 {
+		t.Fatalf("Observe = %v, saw %d exits; want nil, 2", err, late.exitsAtBind)
+	}
+	remove()
+	remove()
+	if !late.unbound {
+		t.Errorf("remove() did not unbind")
+	}
+}

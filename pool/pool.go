@@ -122,15 +122,22 @@ func New(opts ...Option) (*Pool, error) {
 	if p.gate != nil && p.gate.PairsLimited() {
 		p.lazyPairs = false
 	}
-	for _, o := range c.observers {
-		if _, err := p.Observe(o); err != nil {
-			return nil, fmt.Errorf("pool: WithObserver: %w", err)
-		}
-	}
 	p.set.Store(p.buildSet(nil))
 	p.lastSweep.Store(c.clock.Now().UnixNano())
 	if err := p.Add(c.exits...); err != nil {
 		return nil, err
+	}
+	// Observers last: a Binder (a store restoring saved state, gauges) sees the whole pool.
+	var bound []func()
+	for _, o := range c.observers {
+		remove, err := p.Observe(o)
+		if err != nil {
+			for _, rm := range bound {
+				rm()
+			}
+			return nil, fmt.Errorf("pool: WithObserver: %w", err)
+		}
+		bound = append(bound, remove)
 	}
 	return p, nil
 }

@@ -112,27 +112,49 @@ func (r *Retries) NotBefore() time.Time {
 	return r.notBefore
 }
 
-// DescribeFailures writes, for an error that gives up on a request, "failed attempts: CLASS via
-// EXIT, …", adding what to check when every attempt failed for good (a pool whose proxies all
-// reject their credentials, say). It writes nothing for no failures. Retry layers share it, so a
-// give-up reads the same whichever gave up.
-func DescribeFailures(b *strings.Builder, fs []FailedAttempt) {
-	if len(fs) == 0 {
-		return
-	}
-	b.WriteString("failed attempts:")
-	permanent := true
-	for i, f := range fs {
-		if i > 0 {
-			b.WriteByte(',')
+// FormatGiveUp is the message of an error that gives up on a logical request: head (what gave up,
+// and why), then "; failed attempts: CLASS via EXIT, …" with a hint of what to check when every
+// attempt failed for good (a pool whose proxies all reject their credentials, say), then ": " and
+// err. Retry layers share it, so a give-up reads the same whichever layer gave up; exits appear by
+// label, never with credentials.
+func FormatGiveUp(head string, fs []FailedAttempt, err error) string {
+	var b strings.Builder
+	b.WriteString(head)
+	if len(fs) > 0 {
+		b.WriteString("; failed attempts:")
+		permanent := true
+		for i, f := range fs {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte(' ')
+			b.WriteString(string(f.Verdict.Class))
+			b.WriteString(" via ")
+			b.WriteString(f.Exit)
+			permanent = permanent && f.Verdict.Outcome == Permanent
 		}
-		b.WriteByte(' ')
-		b.WriteString(string(f.Verdict.Class))
-		b.WriteString(" via ")
-		b.WriteString(f.Exit)
-		permanent = permanent && f.Verdict.Outcome == Permanent
+		if permanent {
+			b.WriteString(" (every exit tried failed for good: check the proxies and their credentials)")
+		}
 	}
-	if permanent {
-		b.WriteString(" (every exit tried failed for good: check the proxies and their credentials)")
+	if err != nil {
+		b.WriteString(": ")
+		b.WriteString(err.Error())
 	}
+	return b.String()
+}
+
+// GiveUpCauses is what an error that gives up on a logical request unwraps to, for errors.Is and
+// errors.As: err, then each failed attempt's error (once, if one is err itself).
+func GiveUpCauses(err error, fs []FailedAttempt) []error {
+	errs := make([]error, 0, 1+len(fs))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, f := range fs {
+		if f.Err != nil && f.Err != err {
+			errs = append(errs, f.Err)
+		}
+	}
+	return errs
 }

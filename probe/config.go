@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -33,7 +34,7 @@ const MaxProbes = 1_000_000
 // every probe).
 type Config struct {
 	// Exits are the proxies to probe. Their labels name them in the report and must be unique.
-	Exits []*transport.Exit
+	Exits []*pool.Exit
 	// Targets are the absolute http or https URLs each exit fetches once. Credentials in a target
 	// URL are redacted in the report.
 	Targets []string
@@ -90,7 +91,7 @@ type Config struct {
 // independent, and keeps no connections open once it returns.
 type Prober struct {
 	cfg     Config
-	exits   []*transport.Exit
+	exits   []*pool.Exit
 	bases   []*http.Transport
 	targets []target
 	policy  Policy
@@ -201,7 +202,7 @@ func parseTarget(raw string, originKey transport.OriginFunc) (target, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
 		// url.Parse quotes its input, credentials and all: say it in our words.
-		return target{}, fmt.Errorf("probe: target %q: malformed URL", transport.RedactRaw(raw))
+		return target{}, fmt.Errorf("probe: target %q: malformed URL", pool.RedactRaw(raw))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return target{}, fmt.Errorf("probe: target %q: want an http or https URL", u.Redacted())

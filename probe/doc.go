@@ -20,8 +20,8 @@
 //
 // The Report is JSON with a versioned schema (SchemaVersion; docs/probe.md describes every
 // field). Its verdict, backoff and concurrency recommendation are derived by Assess from the
-// measured distribution under a Policy; StateFrom turns a Report into a transport.State a Pool
-// can warm start from (transport.Pool.RestoreState): exits that failed permanently start parked,
+// measured distribution under a Policy; StateFrom turns a Report into a pool.SavedState a
+// pool.Pool can warm start from (pool.Pool.Restore): exits that failed permanently start parked,
 // throttled pairs start OPEN for their Retry-After. cmd/proxyprobe wraps all of it as a command.
 //
 // # The reheat loop
@@ -29,8 +29,8 @@
 // A Reheater probes, on its own, the breakers whose cooldown has ended when no live request
 // happens to take their probe slot:
 //
-//	every Interval (on the injected clock) → Pool.DueProbes(now)
-//	  → per due (exit, origin): GET the origin's probe URL with transport.PinExit(exit)
+//	every Interval (on the pool's clock) → pool.Pool.DueProbes(now)
+//	  → per due (exit, origin): GET the origin's probe URL with transport.ContextWithExit(exit)
 //	  → transport.Transport (the same permit path as live traffic: one probe slot, never two)
 //	  → 200/204/404 close the breaker; anything else sends it back to OPEN
 package probe

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/probe"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // The pre-dispatch check: probe a target through every exit, then branch on the verdict.
@@ -23,7 +23,7 @@ func Example() {
 		panic(err)
 	}
 	defer proxy.Close()
-	exits, err := transport.ReadExits(strings.NewReader(
+	exits, err := pool.ReadExits(strings.NewReader(
 		proxy.Addr() + " label=dc-1\n" +
 			"127.0.0.1:1 label=dc-2\n")) // nothing listens on port 1: refused
 	if err != nil {
@@ -48,9 +48,9 @@ func Example() {
 // The seed article's example: one 200, one 429, one 200 after a second.
 func ExampleAssess() {
 	results := []probe.Result{
-		{Status: 200, LatencyMS: 120, Outcome: transport.Success, Class: transport.ClassOK},
-		{Status: 429, LatencyMS: 180, Outcome: transport.Transient, Class: transport.ClassRateLimited},
-		{Status: 200, LatencyMS: 1030, Outcome: transport.Success, Class: transport.ClassOK},
+		{Status: 200, LatencyMS: 120, Outcome: pool.Success, Class: pool.ClassOK},
+		{Status: 429, LatencyMS: 180, Outcome: pool.Transient, Class: pool.ClassRateLimited},
+		{Status: 200, LatencyMS: 1030, Outcome: pool.Success, Class: pool.ClassOK},
 	}
 	a := probe.Summarize(results, probe.Policy{}).Assessment
 	b := a.Recommendation.Backoff

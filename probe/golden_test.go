@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/probe"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
@@ -107,7 +107,7 @@ func TestGoldenLiveReport(t *testing.T) {
 	thr := startProxy(t, proxytest.Config{Name: "throttle", Registry: reg})
 	waf := startProxy(t, proxytest.Config{Name: "waf", Registry: reg})
 	hang := startProxy(t, proxytest.Config{Name: "hang", Hang: true})
-	exits := []*transport.Exit{
+	exits := []*pool.Exit{
 		exitVia(t, good.URL(), "good"),
 		exitVia(t, auth.URLWithCredentials("alice", "wrong-pass"), "auth-wrong"),
 		exitVia(t, closedProxy(t), "refused"),

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -152,9 +153,9 @@ func template(servers ...*httptest.Server) *http.Transport {
 }
 
 // exitVia is an exit dialing u, labelled label.
-func exitVia(t testing.TB, u *url.URL, label string) *transport.Exit {
+func exitVia(t testing.TB, u *url.URL, label string) *pool.Exit {
 	t.Helper()
-	e, err := transport.NewExit(u)
+	e, err := pool.NewExit(u)
 	if err != nil {
 		t.Fatalf("NewExit = %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -25,11 +26,12 @@ const (
 // ReheatConfig describes a Reheater. Transport and ProbeURLs are required; every other field's
 // zero value means its default.
 type ReheatConfig struct {
-	// Transport is the live transport: its Pool says which breakers are due, and probes go through
-	// it, pinned to the exit (transport.PinExit), by the same permit path as live traffic.
+	// Transport is the live transport: its pool says which breakers are due (pool.Pool.DueProbes),
+	// and probes go through it, pinned to the exit (transport.ContextWithExit), so they take the
+	// exit's permits by the same path as live traffic.
 	Transport *transport.Transport
-	// Clock is the clock the loop waits on and reads: the transport's own (transport.WithClock).
-	// Default clock.System.
+	// Clock is the clock the loop waits on and reads. Default: the pool's own (pool.Pool.Clock),
+	// which is the one its breakers judge windows by; give another only if you know why.
 	Clock clock.Clock
 	// ProbeURLs maps an origin key to a cheap URL on that origin (robots.txt, a health page, a
 	// known 404): the URL a due (exit, origin) pair is probed with. Each URL's origin key
@@ -58,12 +60,12 @@ type ReheatConfig struct {
 
 // ReheatEvent reports one probe of a Reheater.
 type ReheatEvent struct {
-	Target transport.ProbeTarget
+	Target pool.ProbeTarget
 	URL    string // the probe URL (as configured)
 	// Status is the response's status, 0 if none arrived.
 	Status int
 	// Verdict is how the transport judged the probe: Success closes the breaker.
-	Verdict transport.Verdict
+	Verdict pool.Verdict
 	// Refused reports that the transport did not send the probe: the slot was taken by another
 	// request between the look and the send, or the exit is not ready after all.
 	Refused bool
@@ -86,7 +88,7 @@ type Reheater struct {
 }
 
 type probeKey struct {
-	scope        transport.Scope
+	scope        pool.Scope
 	exit, origin string
 }
 
@@ -100,7 +102,7 @@ func StartReheater(ctx context.Context, cfg ReheatConfig) (*Reheater, error) {
 		return nil, errors.New("probe: ReheatConfig.ProbeURLs is empty: no origin can be probed")
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = clock.System
+		cfg.Clock = cfg.Transport.Pool().Clock()
 	}
 	if cfg.OriginKey == nil {
 		cfg.OriginKey = transport.OriginHost
@@ -176,8 +178,8 @@ func (r *Reheater) loop(ctx context.Context) {
 // round starts a probe for each due breaker with a probe URL, no probe of ours already out, and a
 // free concurrency slot. It does not wait for them.
 func (r *Reheater) round(ctx context.Context) {
-	pool := r.cfg.Transport.Pool()
-	for _, tg := range pool.DueProbes(r.cfg.Clock.Now()) {
+	p := r.cfg.Transport.Pool()
+	for _, tg := range p.DueProbes(r.cfg.Clock.Now()) {
 		if ctx.Err() != nil {
 			return
 		}
@@ -205,7 +207,7 @@ func (r *Reheater) round(ctx context.Context) {
 	}
 }
 
-func keyOf(tg transport.ProbeTarget) probeKey {
+func keyOf(tg pool.ProbeTarget) probeKey {
 	k := probeKey{scope: tg.Scope, origin: tg.Origin}
 	if tg.Exit != nil {
 		k.exit = tg.Exit.Label()
@@ -231,8 +233,8 @@ func (r *Reheater) unclaim(k probeKey) {
 
 // urlsFor lists the probe URLs to try for tg, in order: the origin's own for a pair or an origin;
 // for an exit, every probe URL, starting at a rotating offset so exits spread over origins.
-func (r *Reheater) urlsFor(tg transport.ProbeTarget) []string {
-	if tg.Scope != transport.ScopeExit {
+func (r *Reheater) urlsFor(tg pool.ProbeTarget) []string {
+	if tg.Scope != pool.ScopeExit {
 		if u, ok := r.cfg.ProbeURLs[tg.Origin]; ok {
 			return []string{u}
 		}
@@ -250,19 +252,19 @@ func (r *Reheater) urlsFor(tg transport.ProbeTarget) []string {
 // probe sends tg's probe: pinned to its exit (a pair or an exit), or through any exit (an origin).
 // For an exit it moves to the next URL while the transport refuses (that origin's pair is not
 // ready for the exit), at most once per URL.
-func (r *Reheater) probe(ctx context.Context, tg transport.ProbeTarget, urls []string) {
+func (r *Reheater) probe(ctx context.Context, tg pool.ProbeTarget, urls []string) {
 	for _, u := range urls {
 		ev := r.send(ctx, tg, u)
 		if r.cfg.OnProbe != nil {
 			r.cfg.OnProbe(ev)
 		}
-		if !ev.Refused || tg.Scope != transport.ScopeExit || ctx.Err() != nil {
+		if !ev.Refused || tg.Scope != pool.ScopeExit || ctx.Err() != nil {
 			return
 		}
 	}
 }
 
-func (r *Reheater) send(ctx context.Context, tg transport.ProbeTarget, u string) ReheatEvent {
+func (r *Reheater) send(ctx context.Context, tg pool.ProbeTarget, u string) ReheatEvent {
 	ev := ReheatEvent{Target: tg, URL: u}
 	if r.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -270,7 +272,7 @@ func (r *Reheater) send(ctx context.Context, tg transport.ProbeTarget, u string)
 		defer cancel()
 	}
 	if tg.Exit != nil {
-		ctx = transport.PinExit(ctx, tg.Exit.Label())
+		ctx = transport.ContextWithExit(ctx, tg.Exit.Label())
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -285,9 +287,9 @@ func (r *Reheater) send(ctx context.Context, tg transport.ProbeTarget, u string)
 		switch {
 		case errors.As(err, &ae):
 			ev.Verdict = ae.Verdict
-		case errors.Is(err, transport.ErrNoHealthyExit), errors.Is(err, transport.ErrOriginUnhealthy), errors.Is(err, transport.ErrThrottled):
+		case errors.Is(err, pool.ErrNoHealthyExit), errors.Is(err, pool.ErrOriginUnhealthy), errors.Is(err, pool.ErrThrottled):
 			ev.Refused = true
-			ev.Verdict = transport.Verdict{Outcome: transport.Neutral, Class: transport.ClassNotAttempted}
+			ev.Verdict = pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassNotAttempted}
 		}
 		return ev
 	}
@@ -297,11 +299,11 @@ func (r *Reheater) send(ctx context.Context, tg transport.ProbeTarget, u string)
 	// early counts as success).
 	_, rerr := io.Copy(io.Discard, io.LimitReader(resp.Body, r.cfg.BodyLimit))
 	resp.Body.Close()
-	if rerr != nil && ev.Verdict.Outcome == transport.Success {
+	if rerr != nil && ev.Verdict.Outcome == pool.Success {
 		ev.Err = rerr
-		ev.Verdict = transport.Verdict{Outcome: transport.Transient, Class: transport.ClassBodyRead, ConnLevel: true}
+		ev.Verdict = pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBodyRead, ConnLevel: true}
 		if ctx.Err() != nil {
-			ev.Verdict = transport.Verdict{Outcome: transport.Neutral, Class: transport.ClassCanceled}
+			ev.Verdict = pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}
 		}
 	}
 	return ev

@@ -14,6 +14,7 @@ import (
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/probe"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -83,12 +84,17 @@ func newReheatEnv(t *testing.T, holdProbes, holdLive bool) *reheatEnv {
 	origin := startOrigin(t, false, reg, map[string]behaviour{"x": x})
 	env.originURL = origin.URL
 	env.originKey = transport.OriginHost(mustURL(t, origin.URL))
-	exits := []*transport.Exit{
+	exits := []*pool.Exit{
 		exitVia(t, startProxy(t, proxytest.Config{Name: "x", Registry: reg}).URL(), "x"),
 		exitVia(t, startProxy(t, proxytest.Config{Name: "y", Registry: reg}).URL(), "y"),
 	}
-	tr, err := transport.New(transport.WithExits(exits...), transport.WithClock(env.fake),
-		transport.WithBreakerSettings(breaker.Settings{Jitter: -1}))
+	p, err := pool.New(pool.WithExits(exits...), pool.WithClock(env.fake),
+		pool.WithPairSettings(breaker.Settings{Jitter: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	tr, err := transport.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +105,7 @@ func newReheatEnv(t *testing.T, holdProbes, holdLive bool) *reheatEnv {
 
 // pinned sends a GET of path through exit x, as live traffic pinned to it would.
 func (env *reheatEnv) pinned(path string) (int, error) {
-	req, _ := http.NewRequestWithContext(transport.PinExit(context.Background(), "x"), http.MethodGet, env.originURL+path, nil)
+	req, _ := http.NewRequestWithContext(transport.ContextWithExit(context.Background(), "x"), http.MethodGet, env.originURL+path, nil)
 	resp, err := env.tr.RoundTrip(req)
 	if err != nil {
 		return 0, err
@@ -119,13 +125,13 @@ func (env *reheatEnv) trip(t *testing.T) {
 	}
 }
 
-func (env *reheatEnv) pair(exit string) (transport.PairStatus, bool) {
+func (env *reheatEnv) pair(exit string) (pool.PairStatus, bool) {
 	for _, p := range env.tr.Pool().Snapshot().Pairs {
 		if p.Exit == exit && p.Origin == env.originKey {
 			return p, true
 		}
 	}
-	return transport.PairStatus{}, false
+	return pool.PairStatus{}, false
 }
 
 // pairState is the pair's breaker state; a pair the pool holds no breaker for is CLOSED.
@@ -142,7 +148,7 @@ func (env *reheatEnv) start(t *testing.T) (*probe.Reheater, chan probe.ReheatEve
 	t.Helper()
 	events := make(chan probe.ReheatEvent, 16)
 	rh, err := probe.StartReheater(context.Background(), probe.ReheatConfig{
-		Transport: env.tr, Clock: env.fake, Interval: time.Second,
+		Transport: env.tr, Interval: time.Second, // the loop runs on the pool's clock: env.fake
 		ProbeURLs: map[string]string{env.originKey: env.originURL + probePath},
 		OnProbe:   func(ev probe.ReheatEvent) { events <- ev },
 	})
@@ -157,15 +163,26 @@ func (env *reheatEnv) start(t *testing.T) (*probe.Reheater, chan probe.ReheatEve
 // then moves the fake clock by d.
 func (env *reheatEnv) advance(t *testing.T, d time.Duration) {
 	t.Helper()
-	awaitTimer(t, env.fake)
+	env.awaitLoop(t)
 	env.fake.Advance(d)
 }
 
-func awaitTimer(t *testing.T, fake *clock.Fake) {
+// awaitLoop waits until the reheater's loop is waiting on its timer. The fake clock also holds the
+// header timeout of every request in flight (the transport runs it on the pool's clock): each
+// request held at the origin has one, so the loop's timer is there once the fake holds one more.
+// A request is counted as held only after it reached the origin, that is after its timer was
+// made, so the count never runs ahead of the timers.
+func (env *reheatEnv) awaitLoop(t *testing.T) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); fake.Timers() == 0; {
+	awaitTimers(t, env.fake, 1+int(env.held.Load()))
+}
+
+// awaitTimers waits until fake holds at least n timers.
+func awaitTimers(t *testing.T, fake *clock.Fake, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); fake.Timers() < n; {
 		if time.Now().After(deadline) {
-			t.Fatal("the reheater never waited on its timer")
+			t.Fatalf("the fake clock holds %d timers, want %d: the reheater never waited on its timer", fake.Timers(), n)
 		}
 		time.Sleep(time.Millisecond) // a hand-off between goroutines, not a wait for state
 	}
@@ -202,7 +219,7 @@ func TestReheaterBringsARecoveredPairBack(t *testing.T) {
 	rh, events := env.start(t)
 
 	env.advance(t, 30*time.Second)
-	awaitTimer(t, env.fake) // the round at +30 s is over
+	env.awaitLoop(t) // the round at +30 s is over
 	none(t, events, "probe before the Retry-After passed")
 	if st := env.pairState("x"); st != breaker.Open {
 		t.Fatalf("at +30 s the pair is %v, want open", st)
@@ -210,8 +227,8 @@ func TestReheaterBringsARecoveredPairBack(t *testing.T) {
 
 	env.advance(t, 30*time.Second)
 	ev := receive(t, events, "probe at +60 s")
-	if ev.Target.Scope != transport.ScopePair || ev.Target.Exit.Label() != "x" || ev.Target.Origin != env.originKey ||
-		ev.Status != http.StatusNotFound || ev.Verdict.Outcome != transport.Success || ev.Err != nil || ev.Refused {
+	if ev.Target.Scope != pool.ScopePair || ev.Target.Exit.Label() != "x" || ev.Target.Origin != env.originKey ||
+		ev.Status != http.StatusNotFound || ev.Verdict.Outcome != pool.Success || ev.Err != nil || ev.Refused {
 		t.Fatalf("probe event = %+v, want a 404 through x proving the pipe", ev)
 	}
 	if st := env.pairState("x"); st != breaker.Closed {
@@ -225,7 +242,7 @@ func TestReheaterBringsARecoveredPairBack(t *testing.T) {
 	for range 3 {
 		env.advance(t, time.Second)
 	}
-	awaitTimer(t, env.fake)
+	env.awaitLoop(t)
 	none(t, events, "probe of a closed pair")
 	if err := rh.Close(); err != nil {
 		t.Errorf("Close() = %v", err)
@@ -250,8 +267,8 @@ func TestReheaterNeverHoldsTwoProbeSlots(t *testing.T) {
 	for range 5 {
 		env.advance(t, time.Second)
 	}
-	awaitTimer(t, env.fake)
-	if _, err := env.pinned("/"); !errors.Is(err, transport.ErrNoHealthyExit) {
+	env.awaitLoop(t)
+	if _, err := env.pinned("/"); !errors.Is(err, pool.ErrNoHealthyExit) {
 		t.Errorf("live request pinned to x while the probe is out: err = %v, want ErrNoHealthyExit", err)
 	}
 	if p, _ := env.pair("x"); p.Breaker.ProbesInFlight != 1 || p.Breaker.State != breaker.HalfOpen {
@@ -259,7 +276,7 @@ func TestReheaterNeverHoldsTwoProbeSlots(t *testing.T) {
 	}
 	close(env.hold)
 	ev := receive(t, events, "probe result")
-	if ev.Verdict.Outcome != transport.Success {
+	if ev.Verdict.Outcome != pool.Success {
 		t.Errorf("probe = %+v, want success", ev)
 	}
 	if n, m := env.probes.Load(), env.maxHeld.Load(); n != 1 || m != 1 {
@@ -286,7 +303,7 @@ func TestReheaterLeavesALiveProbeAlone(t *testing.T) {
 	for range 5 {
 		env.advance(t, time.Second)
 	}
-	awaitTimer(t, env.fake)
+	env.awaitLoop(t)
 	none(t, events, "reheater probe while live traffic holds the slot")
 	close(env.hold)
 	if err := receive(t, done, "live request"); err != nil {
@@ -308,14 +325,19 @@ func TestReheaterStopsWithItsContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitTimer(t, env.fake)
+	env.awaitLoop(t)
 	cancel()
 	rh.Close()
 }
 
 // TestStartReheaterRejects: configuration errors are found up front.
 func TestStartReheaterRejects(t *testing.T) {
-	tr, err := transport.New(transport.WithExits(transport.MustParseExit("127.0.0.1:1")))
+	p, err := pool.New(pool.WithExits(pool.MustParseExit("127.0.0.1:1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	tr, err := transport.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}

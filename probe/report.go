@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // SchemaVersion is the version of the Report's JSON schema (docs/probe.md). It changes when a
@@ -51,10 +51,10 @@ type Result struct {
 	// LatencyMS is the time from the probe's start until its response headers arrived or it failed,
 	// in milliseconds; for a probe cut by the deadline, until the cut; 0 for one never started.
 	LatencyMS float64 `json:"latency_ms"`
-	// Outcome, Scope and Class are the classifier's verdict (transport.Verdict).
-	Outcome transport.Outcome `json:"outcome"`
-	Scope   transport.Scope   `json:"scope"`
-	Class   transport.Class   `json:"class"`
+	// Outcome, Scope and Class are the classifier's verdict (pool.Verdict).
+	Outcome pool.Outcome `json:"outcome"`
+	Scope   pool.Scope   `json:"scope"`
+	Class   pool.Class   `json:"class"`
 	// Blocked reports a WAF challenge or block page; Detector names the detector that matched.
 	Blocked  bool   `json:"blocked,omitempty"`
 	Detector string `json:"detector,omitempty"`
@@ -74,7 +74,7 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 }
 
-// UnmarshalJSON decodes a Result as MarshalJSON (the default encoding) writes it: transport.Outcome
+// UnmarshalJSON decodes a Result as MarshalJSON (the default encoding) writes it: pool.Outcome
 // has a text form but no parser, so the outcome is read here.
 func (r *Result) UnmarshalJSON(data []byte) error {
 	type plain Result // without methods: no recursion
@@ -86,7 +86,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*r = Result(aux.plain)
-	for o := transport.Success; o <= transport.Neutral; o++ {
+	for o := pool.Success; o <= pool.Neutral; o++ {
 		if o.String() == aux.Outcome {
 			r.Outcome = o
 			return nil
@@ -97,7 +97,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 
 // Success reports whether the probe counts as a success: the classifier's outcome is Success and
 // the body, if any, was read without failing.
-func (r *Result) Success() bool { return r.Outcome == transport.Success && r.ErrorKind == "" }
+func (r *Result) Success() bool { return r.Outcome == pool.Success && r.ErrorKind == "" }
 
 // cut reports whether the deadline or the caller cut the probe short.
 func (r *Result) cut() bool { return r.ErrorKind == KindDeadline || r.ErrorKind == KindCanceled }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -65,8 +66,8 @@ func (p *Prober) newResult(j *job) Result {
 
 // cutVerdict is the verdict of a probe cut short by the deadline or the caller: as for the
 // transport, the caller's own deadline says nothing about the exit.
-func cutVerdict() (transport.Outcome, transport.Class) {
-	return transport.Neutral, transport.ClassCanceled
+func cutVerdict() (pool.Outcome, pool.Class) {
+	return pool.Neutral, pool.ClassCanceled
 }
 
 // cutKind says whether ctx ended by a deadline (the run's, or the caller's) or was cancelled.
@@ -103,7 +104,7 @@ func (p *Prober) probe(ctx context.Context, j *job) Result {
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodGet, tg.raw, nil)
 	if err != nil { // the URL parsed in New: this does not happen
-		res.Outcome, res.Class, res.ErrorKind, res.Error = transport.Neutral, transport.ClassError, string(transport.ClassError), err.Error()
+		res.Outcome, res.Class, res.ErrorKind, res.Error = pool.Neutral, pool.ClassError, string(pool.ClassError), err.Error()
 		return res
 	}
 	req.Header.Set("User-Agent", p.cfg.UserAgent)
@@ -134,10 +135,10 @@ func (p *Prober) probe(ctx context.Context, j *job) Result {
 		resp.Body.Close()
 		resp, err = nil, errHeaderTimeout
 		at.TimedOut = true
-		v = transport.Verdict{Outcome: transport.Transient, Class: transport.ClassTimeout, ConnLevel: true}
+		v = pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 	}
 	res.Outcome, res.Scope, res.Class = v.Outcome, v.Scope, v.Class
-	res.Blocked, res.Detector = v.Class == transport.ClassBlocked, v.Detector
+	res.Blocked, res.Detector = v.Class == pool.ClassBlocked, v.Detector
 	res.RetryAfterMS = v.RetryAfter.Milliseconds()
 	if err != nil {
 		res.Error = scrub(err, exit)
@@ -145,7 +146,7 @@ func (p *Prober) probe(ctx context.Context, j *job) Result {
 		switch {
 		case ctx.Err() != nil:
 			res.ErrorKind = cutKind(ctx)
-		case at.TimedOut || v.Class == transport.ClassTimeout:
+		case at.TimedOut || v.Class == pool.ClassTimeout:
 			res.ErrorKind = KindTimeout
 		default:
 			res.ErrorKind = string(v.Class)
@@ -155,7 +156,7 @@ func (p *Prober) probe(ctx context.Context, j *job) Result {
 	res.Status = resp.StatusCode
 	j.latency.Store(int64(time.Since(start)))
 	j.status.Store(int32(resp.StatusCode))
-	if v.Outcome != transport.Success {
+	if v.Outcome != pool.Success {
 		// The verdict is final at the headers, as for live traffic: nothing to read.
 		resp.Body.Close()
 		return res
@@ -181,17 +182,17 @@ func (p *Prober) probe(ctx context.Context, j *job) Result {
 			res.Outcome, res.Class = cutVerdict()
 		case context.Cause(rctx) == errBodyTimeout:
 			res.ErrorKind, res.Error = KindTimeout, errBodyTimeout.Error()
-			res.Outcome, res.Class = transport.Transient, transport.ClassBodyRead
+			res.Outcome, res.Class = pool.Transient, pool.ClassBodyRead
 		default:
 			res.ErrorKind, res.Error = KindBodyRead, scrub(rerr, exit)
-			res.Outcome, res.Class = transport.Transient, transport.ClassBodyRead
+			res.Outcome, res.Class = pool.Transient, pool.ClassBodyRead
 		}
 	}
 	return res
 }
 
 // scrub returns err's text with the exit's password, plain or escaped, replaced by "xxxxx".
-func scrub(err error, e *transport.Exit) string {
+func scrub(err error, e *pool.Exit) string {
 	msg := err.Error()
 	u := e.ProxyURL()
 	if u.User == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/probe"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -60,7 +61,7 @@ func TestRun300ExitsAThirdHanging(t *testing.T) {
 		{"throttle", 15, func(int) *url.URL { return thr.URL() }},
 		{"waf", 15, func(int) *url.URL { return waf.URL() }},
 	}
-	var exits []*transport.Exit
+	var exits []*pool.Exit
 	kindOf := map[string]string{}
 	for _, k := range kinds {
 		for i := range k.count {
@@ -129,15 +130,15 @@ func TestRun300ExitsAThirdHanging(t *testing.T) {
 		case "loris":
 			check(hung && r.Status == 200 && r.Phase == "body", "cut while reading the body")
 		case "good", "authok", "socksok":
-			check(r.Success() && r.Status == 200 && r.Class == transport.ClassOK, "200 ok")
+			check(r.Success() && r.Status == 200 && r.Class == pool.ClassOK, "200 ok")
 		case "authbad", "socksbad":
-			check(r.Outcome == transport.Permanent && r.Scope == transport.ScopeExit && r.Class == transport.ClassProxyAuth, "permanent proxy_auth")
+			check(r.Outcome == pool.Permanent && r.Scope == pool.ScopeExit && r.Class == pool.ClassProxyAuth, "permanent proxy_auth")
 		case "refused":
-			check(r.Outcome == transport.Permanent && r.Class == transport.ClassProxyRefused && r.ErrorKind == "proxy_refused", "permanent proxy_refused")
+			check(r.Outcome == pool.Permanent && r.Class == pool.ClassProxyRefused && r.ErrorKind == "proxy_refused", "permanent proxy_refused")
 		case "throttle":
-			check(r.Status == 429 && r.Class == transport.ClassRateLimited && r.RetryAfterMS == 120000, "429 rate_limited, Retry-After 120 s")
+			check(r.Status == 429 && r.Class == pool.ClassRateLimited && r.RetryAfterMS == 120000, "429 rate_limited, Retry-After 120 s")
 		case "waf":
-			check(r.Status == 403 && r.Blocked && r.Detector == "cloudflare" && r.Outcome == transport.Transient, "blocked by cloudflare")
+			check(r.Status == 403 && r.Blocked && r.Detector == "cloudflare" && r.Outcome == pool.Transient, "blocked by cloudflare")
 		default:
 			t.Fatalf("result for unknown exit %q", r.Exit)
 		}
@@ -160,7 +161,7 @@ func TestRun300ExitsAThirdHanging(t *testing.T) {
 func TestRunEveryProbeHangs(t *testing.T) {
 	hang := startProxy(t, proxytest.Config{Name: "hang", Hang: true})
 	origin := startOrigin(t, false, nil, nil)
-	var exits []*transport.Exit
+	var exits []*pool.Exit
 	for i := range 5 {
 		exits = append(exits, exitVia(t, hang.URL(), fmt.Sprintf("hang-%d", i)))
 	}
@@ -174,7 +175,7 @@ func TestRunEveryProbeHangs(t *testing.T) {
 		t.Errorf("Run took %v", took)
 	}
 	for _, r := range rep.Results {
-		if r.ErrorKind != probe.KindDeadline || r.Phase != "headers" || r.Outcome != transport.Neutral {
+		if r.ErrorKind != probe.KindDeadline || r.Phase != "headers" || r.Outcome != pool.Neutral {
 			t.Errorf("result %+v: want cut by the deadline while awaiting headers", r)
 		}
 	}
@@ -188,7 +189,7 @@ func TestRunEveryProbeHangs(t *testing.T) {
 func TestRunCallerCancels(t *testing.T) {
 	hang := startProxy(t, proxytest.Config{Name: "hang", Hang: true})
 	origin := startOrigin(t, false, nil, nil)
-	var exits []*transport.Exit
+	var exits []*pool.Exit
 	for i := range 4 {
 		exits = append(exits, exitVia(t, hang.URL(), fmt.Sprintf("hang-%d", i)))
 	}
@@ -218,7 +219,7 @@ func TestRunOriginStatuses(t *testing.T) {
 	origin := startOrigin(t, false, reg, map[string]behaviour{
 		"p404": status(404), "p204": status(204), "p500": status(500), "p503": status(503),
 	})
-	var exits []*transport.Exit
+	var exits []*pool.Exit
 	for _, name := range []string{"p404", "p204", "p500", "p503"} {
 		exits = append(exits, exitVia(t, startProxy(t, proxytest.Config{Name: name, Registry: reg}).URL(), name))
 	}
@@ -229,10 +230,10 @@ func TestRunOriginStatuses(t *testing.T) {
 	rep := p.Run(context.Background())
 	want := map[string]struct {
 		success bool
-		class   transport.Class
+		class   pool.Class
 	}{
-		"p404": {true, transport.ClassOrigin4xx}, "p204": {true, transport.ClassOK},
-		"p500": {false, transport.ClassOriginError}, "p503": {false, transport.ClassOrigin5xx},
+		"p404": {true, pool.ClassOrigin4xx}, "p204": {true, pool.ClassOK},
+		"p500": {false, pool.ClassOriginError}, "p503": {false, pool.ClassOrigin5xx},
 	}
 	for _, r := range rep.Results {
 		w := want[r.Exit]
@@ -247,18 +248,18 @@ func TestRunOriginStatuses(t *testing.T) {
 
 // TestNewRejects: New validates up front, and names a target without its password.
 func TestNewRejects(t *testing.T) {
-	e := transport.MustParseExit("http://u:pw@127.0.0.1:1")
+	e := pool.MustParseExit("http://u:pw@127.0.0.1:1")
 	for _, tc := range []struct {
 		name string
 		cfg  probe.Config
 		want string
 	}{
 		{"no exits", probe.Config{Targets: []string{"http://127.0.0.1/"}}, "no exits"},
-		{"no targets", probe.Config{Exits: []*transport.Exit{e}}, "no targets"},
-		{"bad scheme", probe.Config{Exits: []*transport.Exit{e}, Targets: []string{"ftp://u:secret@127.0.0.1/"}}, `"ftp://u:xxxxx@127.0.0.1/": want an http or https URL`},
-		{"duplicate labels", probe.Config{Exits: []*transport.Exit{e, e}, Targets: []string{"http://127.0.0.1/"}}, "two exits labelled"},
-		{"negative deadline", probe.Config{Exits: []*transport.Exit{e}, Targets: []string{"http://127.0.0.1/"}, Deadline: -1}, "Deadline"},
-		{"bad policy", probe.Config{Exits: []*transport.Exit{e}, Targets: []string{"http://127.0.0.1/"}, Policy: probe.Policy{DegradedSuccess: 2}}, "DegradedSuccess"},
+		{"no targets", probe.Config{Exits: []*pool.Exit{e}}, "no targets"},
+		{"bad scheme", probe.Config{Exits: []*pool.Exit{e}, Targets: []string{"ftp://u:secret@127.0.0.1/"}}, `"ftp://u:xxxxx@127.0.0.1/": want an http or https URL`},
+		{"duplicate labels", probe.Config{Exits: []*pool.Exit{e, e}, Targets: []string{"http://127.0.0.1/"}}, "two exits labelled"},
+		{"negative deadline", probe.Config{Exits: []*pool.Exit{e}, Targets: []string{"http://127.0.0.1/"}, Deadline: -1}, "Deadline"},
+		{"bad policy", probe.Config{Exits: []*pool.Exit{e}, Targets: []string{"http://127.0.0.1/"}, Policy: probe.Policy{DegradedSuccess: 2}}, "DegradedSuccess"},
 	} {
 		_, err := probe.New(tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -275,18 +276,18 @@ func TestNewRejects(t *testing.T) {
 func TestRunUsesTheGivenClassifier(t *testing.T) {
 	reg := &proxytest.Registry{}
 	origin := startOrigin(t, false, reg, map[string]behaviour{"p": status(http.StatusTeapot)})
-	exits := []*transport.Exit{exitVia(t, startProxy(t, proxytest.Config{Name: "p", Registry: reg}).URL(), "p")}
-	teapot := transport.ClassifierFunc(func(a *transport.Attempt) transport.Verdict {
+	exits := []*pool.Exit{exitVia(t, startProxy(t, proxytest.Config{Name: "p", Registry: reg}).URL(), "p")}
+	teapot := transport.ClassifierFunc(func(a *transport.Attempt) pool.Verdict {
 		if a.Response != nil && a.Response.StatusCode == http.StatusTeapot {
-			return transport.Verdict{Outcome: transport.Transient, Class: "teapot"}
+			return pool.Verdict{Outcome: pool.Transient, Class: "teapot"}
 		}
 		return transport.DefaultClassifier.Classify(a)
 	})
 	for _, tc := range []struct {
 		cl    transport.Classifier
-		class transport.Class
+		class pool.Class
 		ok    bool
-	}{{nil, transport.ClassOrigin4xx, true}, {teapot, "teapot", false}} {
+	}{{nil, pool.ClassOrigin4xx, true}, {teapot, "teapot", false}} {
 		p, err := probe.New(probe.Config{Exits: exits, Targets: []string{origin.URL}, Classifier: tc.cl})
 		if err != nil {
 			t.Fatal(err)
@@ -313,7 +314,7 @@ func TestRunBodies(t *testing.T) {
 		return true // the handler returns: the connection is cut 995 bytes early
 	}
 	origin := startOrigin(t, false, reg, map[string]behaviour{"big": big, "loris": slowLoris, "dies": dies})
-	var exits []*transport.Exit
+	var exits []*pool.Exit
 	for _, name := range []string{"big", "loris", "dies"} {
 		exits = append(exits, exitVia(t, startProxy(t, proxytest.Config{Name: name, Registry: reg}).URL(), name))
 	}
@@ -335,7 +336,7 @@ func TestRunBodies(t *testing.T) {
 		if r.Success() != w.ok || string(r.Class) != w.class || r.ErrorKind != w.kind || r.Status != 200 {
 			t.Errorf("%s: %+v, want success %v, class %s, kind %q, status 200", r.Exit, r, w.ok, w.class, w.kind)
 		}
-		if !w.ok && (r.Phase != "body" || r.Outcome != transport.Transient) {
+		if !w.ok && (r.Phase != "body" || r.Outcome != pool.Transient) {
 			t.Errorf("%s: phase %q, outcome %v; want body, transient", r.Exit, r.Phase, r.Outcome)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // DefaultParkFor is how long StateFrom parks an exit that failed permanently: the breaker's own
@@ -23,7 +23,7 @@ type StateSettings struct {
 	MaxRetryAfter time.Duration
 }
 
-// StateFrom turns r into a transport.State that a Pool loads with RestoreState to warm start,
+// StateFrom turns r into a pool.SavedState that a pool.Pool loads with Restore to warm start,
 // as the probe's failures would have left its breakers:
 //
 //   - an exit with an exit-scoped permanent failure (407, gateway refused, proxy DNS, CONNECT
@@ -36,7 +36,7 @@ type StateSettings struct {
 // Everything else is left out: a fresh breaker is CLOSED. Entries are keyed by exit label and
 // origin key, so the Pool must use the same labels (the same proxy list) and origin keys
 // (Config.OriginKey). The state holds no credentials.
-func StateFrom(r *Report, now time.Time, s StateSettings) transport.State {
+func StateFrom(r *Report, now time.Time, s StateSettings) pool.SavedState {
 	park := s.ParkFor
 	if park <= 0 {
 		park = DefaultParkFor
@@ -45,13 +45,13 @@ func StateFrom(r *Report, now time.Time, s StateSettings) transport.State {
 	if maxRA <= 0 {
 		maxRA = breaker.DefaultMaxRetryAfter
 	}
-	st := transport.State{Version: transport.StateVersion, Saved: now, Breakers: []transport.SavedBreaker{}}
+	st := pool.SavedState{Version: pool.SavedStateVersion, Saved: now, Breakers: []pool.SavedBreaker{}}
 	type key struct {
-		scope        transport.Scope
+		scope        pool.Scope
 		exit, origin string
 	}
 	at := map[key]int{} // index in st.Breakers
-	put := func(sb transport.SavedBreaker) {
+	put := func(sb pool.SavedBreaker) {
 		k := key{sb.Scope, sb.Exit, sb.Origin}
 		i, ok := at[k]
 		if !ok {
@@ -67,22 +67,22 @@ func StateFrom(r *Report, now time.Time, s StateSettings) transport.State {
 	}
 	for _, res := range r.Results {
 		switch {
-		case res.Outcome == transport.Permanent && res.Scope == transport.ScopeExit:
-			put(transport.SavedBreaker{Scope: transport.ScopeExit, Exit: res.Exit, Saved: breaker.Saved{
+		case res.Outcome == pool.Permanent && res.Scope == pool.ScopeExit:
+			put(pool.SavedBreaker{Scope: pool.ScopeExit, Exit: res.Exit, Saved: breaker.Saved{
 				State: breaker.Open, Parked: true, NextProbe: now.Add(park), LastFailure: string(res.Class), Changed: now,
 			}})
-		case res.Outcome == transport.Permanent && res.Scope == transport.ScopePair:
-			put(transport.SavedBreaker{Scope: transport.ScopePair, Exit: res.Exit, Origin: res.Origin, Saved: breaker.Saved{
+		case res.Outcome == pool.Permanent && res.Scope == pool.ScopePair:
+			put(pool.SavedBreaker{Scope: pool.ScopePair, Exit: res.Exit, Origin: res.Origin, Saved: breaker.Saved{
 				State: breaker.Open, Parked: true, NextProbe: now.Add(park), LastFailure: string(res.Class), Changed: now,
 			}})
-		case res.Outcome == transport.Transient && res.Scope == transport.ScopePair && res.RetryAfterMS > 0:
+		case res.Outcome == pool.Transient && res.Scope == pool.ScopePair && res.RetryAfterMS > 0:
 			ra := min(time.Duration(res.RetryAfterMS)*time.Millisecond, maxRA)
-			put(transport.SavedBreaker{Scope: transport.ScopePair, Exit: res.Exit, Origin: res.Origin, Saved: breaker.Saved{
+			put(pool.SavedBreaker{Scope: pool.ScopePair, Exit: res.Exit, Origin: res.Origin, Saved: breaker.Saved{
 				State: breaker.Open, Trips: 1, NextProbe: now.Add(ra), LastFailure: string(res.Class), Changed: now,
 			}})
 		}
 	}
-	slices.SortFunc(st.Breakers, func(a, b transport.SavedBreaker) int {
+	slices.SortFunc(st.Breakers, func(a, b pool.SavedBreaker) int {
 		return cmp.Or(cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Exit, b.Exit), cmp.Compare(a.Origin, b.Origin))
 	})
 	return st

@@ -12,6 +12,7 @@ import (
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/probe"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -23,8 +24,8 @@ func TestStateFrom(t *testing.T) {
 		res.Exit, res.Origin, res.Target = exit, origin, "http://"+origin+"/"
 		return res
 	}
-	auth := probe.Result{Status: 407, Outcome: transport.Permanent, Scope: transport.ScopeExit, Class: transport.ClassProxyAuth}
-	customPark := probe.Result{Status: 451, Outcome: transport.Permanent, Scope: transport.ScopePair, Class: "legal"}
+	auth := probe.Result{Status: 407, Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}
+	customPark := probe.Result{Status: 451, Outcome: pool.Permanent, Scope: pool.ScopePair, Class: "legal"}
 	rep := probe.NewReport([]probe.Result{
 		r("a", "x.example", auth),
 		r("a", "y.example", auth),
@@ -38,14 +39,14 @@ func TestStateFrom(t *testing.T) {
 	}, probe.Policy{})
 	t0 := goldenT0
 	st := probe.StateFrom(rep, t0, probe.StateSettings{})
-	want := []transport.SavedBreaker{
-		{Scope: transport.ScopePair, Exit: "b", Origin: "x.example", Saved: breaker.Saved{State: breaker.Open, Trips: 1, NextProbe: t0.Add(90 * time.Second), LastFailure: "rate_limited", Changed: t0}},
-		{Scope: transport.ScopePair, Exit: "c", Origin: "y.example", Saved: breaker.Saved{State: breaker.Open, Parked: true, NextProbe: t0.Add(probe.DefaultParkFor), LastFailure: "legal", Changed: t0}},
-		{Scope: transport.ScopePair, Exit: "e", Origin: "x.example", Saved: breaker.Saved{State: breaker.Open, Trips: 1, NextProbe: t0.Add(time.Hour), LastFailure: "rate_limited", Changed: t0}},
-		{Scope: transport.ScopeExit, Exit: "a", Saved: breaker.Saved{State: breaker.Open, Parked: true, NextProbe: t0.Add(probe.DefaultParkFor), LastFailure: "proxy_auth", Changed: t0}},
+	want := []pool.SavedBreaker{
+		{Scope: pool.ScopePair, Exit: "b", Origin: "x.example", Saved: breaker.Saved{State: breaker.Open, Trips: 1, NextProbe: t0.Add(90 * time.Second), LastFailure: "rate_limited", Changed: t0}},
+		{Scope: pool.ScopePair, Exit: "c", Origin: "y.example", Saved: breaker.Saved{State: breaker.Open, Parked: true, NextProbe: t0.Add(probe.DefaultParkFor), LastFailure: "legal", Changed: t0}},
+		{Scope: pool.ScopePair, Exit: "e", Origin: "x.example", Saved: breaker.Saved{State: breaker.Open, Trips: 1, NextProbe: t0.Add(time.Hour), LastFailure: "rate_limited", Changed: t0}},
+		{Scope: pool.ScopeExit, Exit: "a", Saved: breaker.Saved{State: breaker.Open, Parked: true, NextProbe: t0.Add(probe.DefaultParkFor), LastFailure: "proxy_auth", Changed: t0}},
 	}
-	if st.Version != transport.StateVersion || !st.Saved.Equal(t0) || len(st.Breakers) != len(want) {
-		t.Fatalf("StateFrom = %+v, want version %d at %v with %d breakers", st, transport.StateVersion, t0, len(want))
+	if st.Version != pool.SavedStateVersion || !st.Saved.Equal(t0) || len(st.Breakers) != len(want) {
+		t.Fatalf("StateFrom = %+v, want version %d at %v with %d breakers", st, pool.SavedStateVersion, t0, len(want))
 	}
 	for i := range want {
 		if g, w := st.Breakers[i], want[i]; g.Scope != w.Scope || g.Exit != w.Exit || g.Origin != w.Origin || g.Saved != w.Saved {
@@ -67,7 +68,7 @@ func TestStateWarmStartsAPool(t *testing.T) {
 	good := startProxy(t, proxytest.Config{Name: "good", Registry: reg})
 	auth := startProxy(t, proxytest.Config{Name: "auth", Registry: reg, User: "alice", Pass: "right-pass"})
 	thr := startProxy(t, proxytest.Config{Name: "throttle", Registry: reg})
-	exits := []*transport.Exit{
+	exits := []*pool.Exit{
 		exitVia(t, good.URL(), "good"),
 		exitVia(t, auth.URLWithCredentials("alice", "wrong-pass"), "auth"),
 		exitVia(t, closedProxy(t), "refused"),
@@ -86,24 +87,29 @@ func TestStateWarmStartsAPool(t *testing.T) {
 	if strings.Contains(string(data), "pass") {
 		t.Fatalf("the state shows a password: %s", data)
 	}
-	var st transport.State
+	var st pool.SavedState
 	if err := json.Unmarshal(data, &st); err != nil {
 		t.Fatal(err)
 	}
 
 	fake := clock.NewFake(t0)
-	tr, err := transport.New(transport.WithExits(exits...), transport.WithClock(fake),
-		transport.WithBreakerSettings(breaker.Settings{Jitter: -1}))
+	pl, err := pool.New(pool.WithExits(exits...), pool.WithClock(fake),
+		pool.WithPairSettings(breaker.Settings{Jitter: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pl.Close)
+	tr, err := transport.New(pl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close() })
-	applied, skipped, err := tr.Pool().RestoreState(fake.Now(), st)
+	applied, skipped, err := pl.Restore(fake.Now(), st)
 	if err != nil || applied != 3 || skipped != 0 {
-		t.Fatalf("RestoreState = %d applied, %d skipped, %v; want 3, 0, nil (state %s)", applied, skipped, err, data)
+		t.Fatalf("Restore = %d applied, %d skipped, %v; want 3, 0, nil (state %s)", applied, skipped, err, data)
 	}
 	parked := map[string]bool{}
-	for _, e := range tr.Pool().Snapshot().Exits {
+	for _, e := range pl.Snapshot().Exits {
 		parked[e.Exit] = e.Breaker.Parked
 	}
 	if !parked["auth"] || !parked["refused"] || parked["good"] || parked["throttled"] {
@@ -122,7 +128,7 @@ func TestStateWarmStartsAPool(t *testing.T) {
 	}
 	// A request pinned to the throttled exit is refused until its Retry-After has passed.
 	pinned := func() error {
-		req, _ := http.NewRequestWithContext(transport.PinExit(context.Background(), "throttled"), http.MethodGet, origin.URL+"/", nil)
+		req, _ := http.NewRequestWithContext(transport.ContextWithExit(context.Background(), "throttled"), http.MethodGet, origin.URL+"/", nil)
 		resp, err := tr.RoundTrip(req)
 		if err == nil {
 			resp.Body.Close()
@@ -130,22 +136,22 @@ func TestStateWarmStartsAPool(t *testing.T) {
 		return err
 	}
 	fake.Set(t0.Add(119 * time.Second))
-	if err := pinned(); !errors.Is(err, transport.ErrNoHealthyExit) {
+	if err := pinned(); !errors.Is(err, pool.ErrNoHealthyExit) {
 		t.Errorf("pinned to the throttled exit at +119 s: err = %v, want ErrNoHealthyExit", err)
 	}
 	fake.Set(t0.Add(120 * time.Second))
 	originKey := transport.OriginHost(mustURL(t, origin.URL))
-	if !dueHas(tr.Pool().DueProbes(fake.Now()), transport.ScopePair, "throttled", originKey) {
-		t.Errorf("DueProbes at +120 s = %v, want (throttled, %s)", tr.Pool().DueProbes(fake.Now()), originKey)
+	if !dueHas(pl.DueProbes(fake.Now()), pool.ScopePair, "throttled", originKey) {
+		t.Errorf("DueProbes at +120 s = %v, want (throttled, %s)", pl.DueProbes(fake.Now()), originKey)
 	}
 	fake.Set(t0.Add(probe.DefaultParkFor))
-	due := tr.Pool().DueProbes(fake.Now())
-	if !dueHas(due, transport.ScopeExit, "auth", "") || !dueHas(due, transport.ScopeExit, "refused", "") {
+	due := pl.DueProbes(fake.Now())
+	if !dueHas(due, pool.ScopeExit, "auth", "") || !dueHas(due, pool.ScopeExit, "refused", "") {
 		t.Errorf("DueProbes after the park = %v, want the auth and refused exits", due)
 	}
 }
 
-func dueHas(ts []transport.ProbeTarget, scope transport.Scope, exit, origin string) bool {
+func dueHas(ts []pool.ProbeTarget, scope pool.Scope, exit, origin string) bool {
 	for _, tg := range ts {
 		label := ""
 		if tg.Exit != nil {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // Summarize aggregates results into Stats and assesses them under p.
@@ -112,7 +112,7 @@ func aggregate(results []Result) Stats {
 				s.Detectors[r.Detector]++
 			}
 		}
-		if r.Outcome == transport.Permanent && r.Scope == transport.ScopeExit {
+		if r.Outcome == pool.Permanent && r.Scope == pool.ScopeExit {
 			s.Permanent++
 		}
 		if r.RetryAfterMS > 0 {

@@ -7,36 +7,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/probe"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // ok is a successful probe answered 200 after ms milliseconds.
 func ok(ms float64) probe.Result {
-	return probe.Result{Exit: "e", Target: "t", Status: 200, LatencyMS: ms, Outcome: transport.Success, Class: transport.ClassOK}
+	return probe.Result{Exit: "e", Target: "t", Status: 200, LatencyMS: ms, Outcome: pool.Success, Class: pool.ClassOK}
 }
 
 // throttled is a probe answered 429 after ms milliseconds, with a Retry-After of ra.
 func throttled(ms float64, ra time.Duration) probe.Result {
-	return probe.Result{Exit: "e", Target: "t", Status: 429, LatencyMS: ms, Outcome: transport.Transient,
-		Class: transport.ClassRateLimited, RetryAfterMS: ra.Milliseconds()}
+	return probe.Result{Exit: "e", Target: "t", Status: 429, LatencyMS: ms, Outcome: pool.Transient,
+		Class: pool.ClassRateLimited, RetryAfterMS: ra.Milliseconds()}
 }
 
 // blocked is a probe answered by a Cloudflare challenge page.
 func blocked(ms float64) probe.Result {
-	return probe.Result{Exit: "e", Target: "t", Status: 403, LatencyMS: ms, Outcome: transport.Transient,
-		Class: transport.ClassBlocked, Blocked: true, Detector: "cloudflare"}
+	return probe.Result{Exit: "e", Target: "t", Status: 403, LatencyMS: ms, Outcome: pool.Transient,
+		Class: pool.ClassBlocked, Blocked: true, Detector: "cloudflare"}
 }
 
 // timedOut is a probe that timed out awaiting its headers.
 func timedOut(ms float64) probe.Result {
-	return probe.Result{Exit: "e", Target: "t", LatencyMS: ms, Outcome: transport.Transient, Class: transport.ClassTimeout,
+	return probe.Result{Exit: "e", Target: "t", LatencyMS: ms, Outcome: pool.Transient, Class: pool.ClassTimeout,
 		ErrorKind: probe.KindTimeout, Phase: "headers"}
 }
 
 // cut is a probe cut by the deadline.
 func cut() probe.Result {
-	return probe.Result{Exit: "e", Target: "t", Outcome: transport.Neutral, Class: transport.ClassCanceled,
+	return probe.Result{Exit: "e", Target: "t", Outcome: pool.Neutral, Class: pool.ClassCanceled,
 		ErrorKind: probe.KindDeadline, Phase: "headers"}
 }
 

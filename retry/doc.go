@@ -44,7 +44,7 @@
 // backoff's sleep, waits whatever is left of it (Retries.NotBefore). When that instant lies beyond
 // the cap — a pool whose every exit the provider refused (407) is parked for minutes — CheckRetry
 // gives up at once with a *GiveUpError listing the request's failed attempts (Retries.Failures, in
-// the words of pool.DescribeFailures, which collyext's give-up shares), rather than retrying into
+// the words of pool.FormatGiveUp, which collyext's give-up shares), rather than retrying into
 // the same refusal.
 //
 // A refusal costs no network traffic but counts toward RetryMax: allow a retry or two more than

@@ -39,7 +39,7 @@ func (e *ResponseError) Error() string {
 // provider refuses (407): each exit is parked for breaker.Settings.ParkFor, and the soonest probe
 // is minutes away.
 //
-// Its message lists the request's failed attempts as pool.DescribeFailures writes them, the same
+// Its message lists the request's failed attempts as pool.FormatGiveUp writes them, the same
 // words collyext's give-up uses. errors.As finds Err's types (*pool.NoHealthyExitError and the
 // like) and those of every listed failure (*transport.AttemptError, *transport.ProxyConnectError,
 // *ResponseError) through it.
@@ -57,30 +57,9 @@ type GiveUpError struct {
 // Error says what gave up, why, and which attempts failed, without credentials: exits appear by
 // label.
 func (e *GiveUpError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "retry: giving up on %s: nothing ready for %v, longer than the %v a retry may wait",
-		e.Origin, e.Wait.Round(time.Millisecond), e.MaxWait)
-	if len(e.Failures) > 0 {
-		b.WriteString("; ")
-		pool.DescribeFailures(&b, e.Failures)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
+	return pool.FormatGiveUp(fmt.Sprintf("retry: giving up on %s: nothing ready for %v, longer than the %v a retry may wait",
+		e.Origin, e.Wait.Round(time.Millisecond), e.MaxWait), e.Failures, e.Err)
 }
 
 // Unwrap returns the refusal, then the failures' errors, for errors.Is and errors.As.
-func (e *GiveUpError) Unwrap() []error {
-	errs := make([]error, 0, 1+len(e.Failures))
-	if e.Err != nil {
-		errs = append(errs, e.Err)
-	}
-	for _, f := range e.Failures {
-		if f.Err != nil {
-			errs = append(errs, f.Err)
-		}
-	}
-	return errs
-}
+func (e *GiveUpError) Unwrap() []error { return pool.GiveUpCauses(e.Err, e.Failures) }

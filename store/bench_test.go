@@ -14,6 +14,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
 	redisstore "github.com/proxybreaker/proxybreaker/store/redis"
@@ -43,21 +44,18 @@ func newVariant(b *testing.B, workload, variant, addr string, runs *atomic.Int64
 	b.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	base := cannedBase{}
-	opts := []transport.Option{
-		transport.WithExits(storetest.Exits("x", 10)...),
-		transport.WithHeaderTimeout(-1),
-	}
+	popts := []pool.Option{pool.WithExits(storetest.Exits("x", 10)...)}
 	if workload == "flapping" {
 		base.flap = "x0"
-		opts = append(opts, transport.WithBreakerSettings(breaker.Settings{
+		popts = append(popts, pool.WithPairSettings(breaker.Settings{
 			BaseCooldown: time.Millisecond, MaxCooldown: 4 * time.Millisecond, Jitter: -1, FailureThreshold: 1,
 		}))
 	}
-	opts = append(opts, transport.WithBase(base))
+	topts := []transport.Option{transport.WithHeaderTimeout(-1), transport.WithBase(base)}
 	var st store.Store
 	switch variant {
 	case "observer":
-		opts = append(opts, transport.WithObserver(transport.NopObserver{}))
+		topts = append(topts, transport.WithObserver(transport.NopObserver{})) // the pool's events too
 	case "sqlite":
 		s, err := sqlitestore.Open(filepath.Join(b.TempDir(), "state.db"), sqlitestore.Settings{Logger: quiet})
 		if err != nil {
@@ -75,14 +73,19 @@ func newVariant(b *testing.B, workload, variant, addr string, runs *atomic.Int64
 		}
 		st = s
 	}
-	var tr *transport.Transport
+	var p *pool.Pool
 	var err error
 	if st != nil {
 		b.Cleanup(func() { st.Close() }) // after the transport's: cleanups run last first
-		tr, err = store.NewTransport(st, opts...)
+		p, err = store.NewPool(st, popts...)
 	} else {
-		tr, err = transport.New(opts...)
+		p, err = pool.New(popts...)
 	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Close)
+	tr, err := transport.New(p, topts...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,48 +5,55 @@ import (
 	"fmt"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // Store keeps a pool's breaker state outside the process. Implementations: store/sqlite
 // (persistence across restarts) and store/redis (sharing across a fleet).
 //
-// A Store sees every transition as a transport.Observer: StateChanged runs on the request path and
-// must only enqueue. Attach restores the saved state into the pool and starts the store's own
-// goroutines; call it once, before the pool carries traffic. Close flushes what is queued and stops
-// them; call it after the transport is closed.
+// A Store is a pool.Observer that is also a pool.Binder: adding it to a pool with
+// pool.Pool.Observe binds it first — Bind restores the saved state into the pool and from then on
+// the store keeps the pool in step — and then it sees every transition (StateChanged runs on the
+// request path and must only enqueue). Bind it once the pool has its exits (entries for exits the
+// pool does not have are skipped) and before the pool carries traffic: NewPool does both, and so
+// does pool.WithObserver(s) (pool.New binds its observers after adding its exits) — but only
+// NewPool also adds the probe claimer a fleet store needs (Options). A store is bound to one pool at a time; the func Bind returns (which Observe's remove
+// func calls) unbinds it. Close flushes what is queued and stops the store's goroutines; call it
+// once the pool carries no more traffic. A closed store ignores further events.
 type Store interface {
-	transport.Observer
-	Attach(p *transport.Pool) error
+	pool.Observer
+	pool.Binder
 	Close() error
 }
 
-// Options returns the transport options that connect s to the pool they build: s as an Observer,
-// and as the ProbeClaimer when it implements transport.ProbeClaimer.
-func Options(s Store) []transport.Option {
-	opts := []transport.Option{transport.WithObserver(s)}
-	if c, ok := s.(transport.ProbeClaimer); ok {
-		opts = append(opts, transport.WithProbeClaimer(c))
+// Options returns the pool options that s needs when the pool is built: pool.WithProbeClaimer(s)
+// when s implements pool.ProbeClaimer, nothing otherwise. The store itself is added afterwards,
+// with pool.Pool.Observe, once the pool has its exits: NewPool does both.
+func Options(s Store) []pool.Option {
+	var opts []pool.Option
+	if c, ok := s.(pool.ProbeClaimer); ok {
+		opts = append(opts, pool.WithProbeClaimer(c))
 	}
 	return opts
 }
 
-// NewTransport returns a transport configured by opts and connected to s: it adds Options(s),
-// builds the transport, and attaches s to its pool (restoring the saved state before the first
-// request). On error nothing is left running but s itself, which the caller still closes.
-func NewTransport(s Store, opts ...transport.Option) (*transport.Transport, error) {
+// NewPool returns a pool configured by opts and connected to s: it adds Options(s), builds the
+// pool, and observes it with s (pool.Pool.Observe), which binds s and so restores the saved state
+// before the first request. Build transports on the pool as usual (transport.New(p, …)). On error
+// nothing is left running but s itself, which the caller still closes.
+func NewPool(s Store, opts ...pool.Option) (*pool.Pool, error) {
 	if s == nil {
-		return nil, errors.New("store: NewTransport: nil store")
+		return nil, errors.New("store: NewPool: nil store")
 	}
-	tr, err := transport.New(append(Options(s), opts...)...)
+	p, err := pool.New(append(Options(s), opts...)...)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Attach(tr.Pool()); err != nil {
-		tr.Close()
-		return nil, fmt.Errorf("store: attach: %w", err)
+	if _, err := p.Observe(s); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("store: bind: %w", err)
 	}
-	return tr, nil
+	return p, nil
 }
 
 // Record turns a transition into the saved breaker a store keeps for its key, and reports whether
@@ -59,11 +66,11 @@ func NewTransport(s Store, opts ...transport.Option) (*transport.Transport, erro
 //
 // Changed is the transition's instant, so of two records for one key the later wins everywhere
 // (breaker.Breaker.Restore).
-func Record(c transport.StateChange) (transport.SavedBreaker, bool) {
+func Record(c pool.StateChange) (pool.SavedBreaker, bool) {
 	if c.Cause == breaker.CauseRestored || c.Cause == breaker.CauseCooldown {
-		return transport.SavedBreaker{}, false
+		return pool.SavedBreaker{}, false
 	}
-	sb := transport.SavedBreaker{
+	sb := pool.SavedBreaker{
 		Scope:  c.Scope,
 		Origin: c.Origin,
 		Saved: breaker.Saved{
@@ -87,10 +94,10 @@ func Record(c transport.StateChange) (transport.SavedBreaker, bool) {
 
 // Key is a saved breaker's identity: scope, exit label and origin.
 type Key struct {
-	Scope  transport.Scope
+	Scope  pool.Scope
 	Exit   string
 	Origin string
 }
 
 // KeyOf returns sb's key.
-func KeyOf(sb transport.SavedBreaker) Key { return Key{sb.Scope, sb.Exit, sb.Origin} }
+func KeyOf(sb pool.SavedBreaker) Key { return Key{sb.Scope, sb.Exit, sb.Origin} }

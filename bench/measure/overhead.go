@@ -1,7 +1,7 @@
 // Package measure holds the bench command's measurements that run on real time: the loopback
 // overhead of proxybreaker beside its peers, and its cost and memory at scale.
 //
-//	http.Client → (bare | ours | Colly switcher | gobreaker | failsafe-go) → forward proxy → origin
+//	http.Client → (bare | ours: transport over a pool | Colly switcher | gobreaker | failsafe-go) → forward proxy → origin
 package measure
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/gocolly/colly/v2/proxy"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 	"github.com/sony/gobreaker/v2"
 )
@@ -68,11 +69,15 @@ func Variants(proxyURL string) ([]Variant, func(), error) {
 	bare := tmpl()
 	bare.Proxy = http.ProxyURL(pu)
 
-	exit, err := transport.ParseExit(proxyURL)
+	exit, err := pool.ParseExit(proxyURL)
 	if err != nil {
 		return nil, nil, err
 	}
-	ours, err := transport.New(transport.WithExits(exit), transport.WithBaseTemplate(tmpl()))
+	p, err := pool.New(pool.WithExits(exit))
+	if err != nil {
+		return nil, nil, err
+	}
+	ours, err := transport.New(p, transport.WithBaseTemplate(tmpl()))
 	if err != nil {
 		return nil, nil, err
 	}

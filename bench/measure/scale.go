@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -27,13 +28,22 @@ func (canned) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-func exits(n int) []*transport.Exit {
-	xs := make([]*transport.Exit, n)
+func exits(n int) []*pool.Exit {
+	xs := make([]*pool.Exit, n)
 	for i := range xs {
-		x, _ := transport.ParseExit("http://127.0.0.1:" + strconv.Itoa(1024+i%60000))
+		x, _ := pool.ParseExit("http://127.0.0.1:" + strconv.Itoa(1024+i%60000))
 		xs[i] = x.WithLabel("x" + strconv.Itoa(i))
 	}
 	return xs
+}
+
+// newOurs returns a Transport over base and a pool made with opts.
+func newOurs(base http.RoundTripper, opts ...pool.Option) (*transport.Transport, error) {
+	p, err := pool.New(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return transport.New(p, transport.WithBase(base))
 }
 
 // ScaleRow is the cost of one request through ours over a canned base, at one pool size.
@@ -48,7 +58,7 @@ func Scale(exitCounts, originCounts []int) ([]ScaleRow, error) {
 	var rows []ScaleRow
 	for _, ne := range exitCounts {
 		for _, no := range originCounts {
-			t, err := transport.New(transport.WithExits(exits(ne)...), transport.WithBase(canned{}))
+			t, err := newOurs(canned{}, pool.WithExits(exits(ne)...))
 			if err != nil {
 				return nil, err
 			}
@@ -105,7 +115,7 @@ func heap() uint64 {
 // answered 429) and returns the heap growth per pair.
 func BytesPerPair(ne, no int) (float64, error) {
 	fake := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	t, err := transport.New(transport.WithExits(exits(ne)...), transport.WithBase(canned{}), transport.WithClock(fake))
+	t, err := newOurs(canned{}, pool.WithExits(exits(ne)...), pool.WithClock(fake))
 	if err != nil {
 		return 0, err
 	}
@@ -114,7 +124,7 @@ func BytesPerPair(ne, no int) (float64, error) {
 	for i := range urls {
 		urls[i] = "http://f" + strconv.Itoa(i) + ".test/"
 		req, _ := http.NewRequest(http.MethodGet, urls[i], nil) // the origin's own state, outside the count
-		req = req.WithContext(transport.PinExit(context.Background(), "x0"))
+		req = req.WithContext(transport.ContextWithExit(context.Background(), "x0"))
 		resp, err := t.RoundTrip(req)
 		if err == nil {
 			resp.Body.Close()
@@ -122,7 +132,7 @@ func BytesPerPair(ne, no int) (float64, error) {
 	}
 	before := heap()
 	for e := 1; e < ne; e++ {
-		ctx := transport.PinExit(context.Background(), "x"+strconv.Itoa(e))
+		ctx := transport.ContextWithExit(context.Background(), "x"+strconv.Itoa(e))
 		for o := range no {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, urls[o], nil)
 			resp, err := t.RoundTrip(req)
@@ -152,8 +162,7 @@ type ChurnPoint struct {
 // an idle TTL of one minute and Pool.Sweep every step origins; it samples the heap after each step.
 func Churn(n, step, failEvery int) ([]ChurnPoint, error) {
 	fake := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	t, err := transport.New(transport.WithExits(exits(100)...), transport.WithBase(canned{}), transport.WithClock(fake),
-		transport.WithIdleTTL(time.Minute))
+	t, err := newOurs(canned{}, pool.WithExits(exits(100)...), pool.WithClock(fake), pool.WithIdleTTL(time.Minute))
 	if err != nil {
 		return nil, err
 	}

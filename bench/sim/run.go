@@ -2,23 +2,16 @@ package sim
 
 import (
 	"container/heap"
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // Metrics is what one strategy got done in one run.
@@ -64,25 +57,47 @@ func (m *Metrics) MedianRecovery() time.Duration {
 // RecoveryHorizon is how long before the end of a run a ban must end to count in Recovery.
 const RecoveryHorizon = 15 * time.Minute
 
-// Env is what a strategy is built from: the run's clock, the simulated base and the exits.
+// Env is what a strategy is built from: the run's clock, the ground truth, the exits, a seeded
+// random source, and Send, which plays an attempt.
 type Env struct {
 	Scenario Scenario
 	Clock    *clock.Fake
 	Truth    *Truth
-	// Base sends a request through the exit named by WithExit(ctx) or transport.ExitFromContext.
-	Base  http.RoundTripper
-	Exits []*transport.Exit
-	// Uint64 and Float64 are this strategy's seeded random sources, safe for concurrent use.
-	Uint64  func() uint64
-	Float64 func() float64
+	// Exits are the pool's exits, labelled "x000"…, in index order: exit index e is Exits[e].
+	Exits []*pool.Exit
+	// Uint64 is this strategy's seeded random source, safe for concurrent use.
+	Uint64 func() uint64
 
-	byLabel map[string]int
+	s *sched
 }
 
-// Strategy builds the RoundTripper a run's workers send through.
+// Send plays worker w's attempt through exit index e to origin o at the clock's now: the ground
+// truth decides its result, the worker is busy for its latency (the clock has moved on by that
+// much when Send returns), and the run's metrics count it. ok is false when the run ended during
+// the attempt; it is then not counted, and its result means nothing.
+func (env *Env) Send(w, e, o int) (r Result, ok bool) {
+	s := env.s
+	r = s.truth.Send(e, o, s.clock.Now())
+	if !s.wait(w, r.Latency) {
+		return Result{}, false
+	}
+	s.record(e, o, r)
+	return r, true
+}
+
+// Router is what a strategy's workers send through: it chooses an exit for each request and
+// plays the attempt with Env.Send, or sends nothing.
+type Router interface {
+	// Route sends worker w's request for origin o. It returns nil once the attempt is over (or the
+	// run ended during it); a *RefusedError, or the pool's *NoHealthyExitError,
+	// *OriginUnhealthyError or *ThrottledError, when it sent nothing; any other error ends the run.
+	Route(w, o int) error
+}
+
+// Strategy builds the Router a run's workers send through.
 type Strategy struct {
 	Name string
-	New  func(env *Env) (http.RoundTripper, func(), error) // the func closes what New made
+	New  func(env *Env) (Router, func(), error) // the func closes what New made; it may be nil
 }
 
 // RefusedError is what a peer strategy returns when it sends nothing: no exit is admitted.
@@ -90,18 +105,9 @@ type RefusedError struct{ RetryIn time.Duration }
 
 func (e *RefusedError) Error() string { return "sim: refused, retry in " + e.RetryIn.String() }
 
-type ctxKey int
-
-const (
-	workerKey ctxKey = iota
-	exitKey
-)
-
-// WithExit returns ctx naming exit index e for the simulated base.
-func WithExit(ctx context.Context, e int) context.Context { return context.WithValue(ctx, exitKey, e) }
-
-// OriginURL is the URL workers ask for on origin o.
-func OriginURL(o int) string { return "http://o" + strconv.Itoa(o) + ".test/" }
+// OriginKey is the key ours gives origin o's requests (pool.Request.Origin): the host name
+// transport.OriginHost would give its URL.
+func OriginKey(o int) string { return "o" + strconv.Itoa(o) + ".test" }
 
 // Run plays sc with one strategy and returns its metrics. It is deterministic for sc.Seed.
 func Run(sc Scenario, st Strategy) (Metrics, error) {
@@ -111,21 +117,17 @@ func Run(sc Scenario, st Strategy) (Metrics, error) {
 		m:    Metrics{Strategy: st.Name, WorkerTime: time.Duration(sc.Workers) * sc.Duration},
 		next: make([]int, sc.Exits*sc.Origins),
 	}
-	env := &Env{Scenario: sc, Clock: s.clock, Truth: s.truth, Base: &base{s: s}, byLabel: map[string]int{}}
+	env := &Env{Scenario: sc, Clock: s.clock, Truth: s.truth, s: s}
 	for e := range sc.Exits {
-		x, err := transport.ParseExit(fmt.Sprintf("http://127.0.0.1:%d", 20000+e))
+		x, err := pool.ParseExit(fmt.Sprintf("http://127.0.0.1:%d", 20000+e))
 		if err != nil {
 			return Metrics{}, err
 		}
-		x = x.WithLabel(fmt.Sprintf("x%03d", e))
-		env.Exits = append(env.Exits, x)
-		env.byLabel[x.Label()] = e
+		env.Exits = append(env.Exits, x.WithLabel(fmt.Sprintf("x%03d", e)))
 	}
-	env.Base.(*base).env = env
 	var mu sync.Mutex
 	r := rand.New(rand.NewPCG(sc.Seed, mix(uint64(len(st.Name))^0x5eed)))
 	env.Uint64 = func() uint64 { mu.Lock(); defer mu.Unlock(); return r.Uint64() }
-	env.Float64 = func() float64 { mu.Lock(); defer mu.Unlock(); return r.Float64() }
 	rt, closeFn, err := st.New(env)
 	if err != nil {
 		return Metrics{}, err
@@ -135,7 +137,7 @@ func Run(sc Scenario, st Strategy) (Metrics, error) {
 		s.push(Epoch, w)
 		go s.worker(w, rt)
 	}
-	for s.h.Len() > 0 {
+	for s.h.Len() > 0 && s.err == nil {
 		ev := heap.Pop(&s.h).(event)
 		if ev.at.After(s.end) {
 			break
@@ -151,6 +153,9 @@ func Run(sc Scenario, st Strategy) (Metrics, error) {
 	}
 	if closeFn != nil {
 		closeFn()
+	}
+	if s.err != nil {
+		return Metrics{}, fmt.Errorf("sim: %s: %w", st.Name, s.err)
 	}
 	s.finishRecovery()
 	return s.m, nil
@@ -192,6 +197,7 @@ type sched struct {
 	resume   []chan struct{}
 	yield    chan struct{}
 	stopping bool
+	err      error // what ended the run early: an error a Router should not return
 	m        Metrics
 	next     []int // by pair: the first ban episode not yet recovered from
 }
@@ -212,27 +218,19 @@ func (s *sched) wait(w int, d time.Duration) bool {
 	return !s.stopping
 }
 
-func (s *sched) worker(w int, rt http.RoundTripper) {
+func (s *sched) worker(w int, rt Router) {
 	<-s.resume[w]
 	r := rand.New(rand.NewPCG(s.sc.Seed, uint64(w)+1))
-	ctx := context.WithValue(context.Background(), workerKey, w)
-	urls := make([]string, s.sc.Origins)
-	for o := range urls {
-		urls[o] = OriginURL(o)
-	}
 	for !s.stopping {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, urls[r.IntN(len(urls))], nil)
-		resp, err := rt.RoundTrip(req)
-		if resp != nil {
-			io.Copy(io.Discard, resp.Body) // the transport confirms a success when the body ends
-			resp.Body.Close()
-		}
+		err := rt.Route(w, r.IntN(s.sc.Origins))
 		var delay time.Duration
 		if in, ok := refusal(err); ok {
 			if !s.stopping {
 				s.m.Refusals++
 			}
 			delay = min(max(in, 100*time.Millisecond), max(s.sc.MaxRefusalWait, 100*time.Millisecond))
+		} else if err != nil && s.err == nil {
+			s.err = err // the coordinator stops the run when this worker yields
 		}
 		if !s.wait(w, delay) {
 			break
@@ -243,9 +241,9 @@ func (s *sched) worker(w int, rt http.RoundTripper) {
 
 // refusal reports whether err says the request was not sent, and when to try again.
 func refusal(err error) (time.Duration, bool) {
-	var nh *transport.NoHealthyExitError
-	var ou *transport.OriginUnhealthyError
-	var th *transport.ThrottledError
+	var nh *pool.NoHealthyExitError
+	var ou *pool.OriginUnhealthyError
+	var th *pool.ThrottledError
 	var re *RefusedError
 	switch {
 	case err == nil:
@@ -302,65 +300,3 @@ func (s *sched) finishRecovery() {
 		}
 	}
 }
-
-// base is the simulated network: it asks the ground truth what the attempt gets, keeps the worker
-// busy for its latency, then answers as net/http would.
-type base struct {
-	s   *sched
-	env *Env
-}
-
-func (b *base) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	w := ctx.Value(workerKey).(int)
-	e, ok := ctx.Value(exitKey).(int)
-	if !ok {
-		x, found := transport.ExitFromContext(ctx)
-		if !found {
-			return nil, errors.New("sim: request without an exit")
-		}
-		e = b.env.byLabel[x.Label()]
-	}
-	o, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(req.URL.Host, "o"), ".test"))
-	if err != nil {
-		return nil, fmt.Errorf("sim: unknown origin %q", req.URL.Host)
-	}
-	s := b.s
-	r := s.truth.Send(e, o, s.clock.Now())
-	if !s.wait(w, r.Latency) {
-		return nil, errors.New("sim: run over")
-	}
-	s.record(e, o, r)
-	switch r.Err {
-	case ErrTimeout:
-		return nil, timeoutError{}
-	case ErrRefused:
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
-	}
-	resp := &http.Response{
-		StatusCode: r.Status, Status: strconv.Itoa(r.Status) + " " + http.StatusText(r.Status),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{}, Request: req,
-	}
-	body := "ok"
-	switch r.Status {
-	case 429:
-		resp.Header.Set("Retry-After", strconv.Itoa(int(r.RetryAfter/time.Second)))
-		body = "slow down"
-	case 403:
-		resp.Header.Set("Server", "cloudflare")
-		resp.Header.Set("Cf-Mitigated", "challenge")
-		body = "<html><title>Just a moment...</title></html>"
-	case 407:
-		body = "proxy auth required"
-	}
-	resp.Body = io.NopCloser(strings.NewReader(body))
-	resp.ContentLength = int64(len(body))
-	return resp, nil
-}
-
-// timeoutError is a net.Error that timed out, as a header timeout reports.
-type timeoutError struct{}
-
-func (timeoutError) Error() string   { return "sim: timeout awaiting response headers" }
-func (timeoutError) Timeout() bool   { return true }
-func (timeoutError) Temporary() bool { return true }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -161,5 +162,33 @@ func TestOracleNeverFails(t *testing.T) {
 	}
 	if m.Wasted() != 0 || m.Successes == 0 {
 		t.Errorf("oracle: %d successes, %d wasted; want some and none", m.Successes, m.Wasted())
+	}
+}
+
+// failingRouter sends its first request, then fails with err.
+type failingRouter struct {
+	env  *Env
+	err  error
+	sent bool
+}
+
+func (r *failingRouter) Route(w, o int) error {
+	if r.sent {
+		return r.err
+	}
+	r.sent = true
+	r.env.Send(w, 0, o)
+	return nil
+}
+
+// TestRunStopsOnRouterError checks that an error a Router should not return ends the run with
+// that error, instead of a worker spinning at one instant.
+func TestRunStopsOnRouterError(t *testing.T) {
+	boom := errors.New("boom")
+	st := Strategy{Name: "failing", New: func(env *Env) (Router, func(), error) {
+		return &failingRouter{env: env, err: boom}, nil, nil
+	}}
+	if _, err := Run(smallScenario(), st); !errors.Is(err, boom) {
+		t.Errorf("Run(failing router) error = %v, want %v", err, boom)
 	}
 }

@@ -1,8 +1,12 @@
 // Package sim plays a pool of proxy exits against a seeded ground truth on a virtual clock, and
 // compares routing strategies by what they get done.
 //
-//	worker → Strategy.RoundTrip → (picks an exit) → Base → Truth decides status/error and latency
-//	       → the worker is busy for that simulated latency → next event
+//	worker → Router.Route → picks an exit → Env.Send → Truth decides status/error and latency
+//	       → the worker is busy for that simulated latency → (ours: Lease.ReportAt(Verdict)) → next event
+//
+// Ours drives a pool.Pool through its public API, with no HTTP in between: Pool.PickAt on the
+// simulation's clock, then Lease.ReportAt with the verdict transport.DefaultClassifier would give
+// the outcome (Verdict). The peers choose exits by their own rules.
 //
 // No sleeps: a discrete-event loop advances a clock.Fake to the earliest worker event and lets
 // exactly one worker goroutine run at a time, so a run is deterministic for its seed.

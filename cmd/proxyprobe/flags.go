@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/probe"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // options are the parsed flags.
@@ -41,11 +41,11 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("proxyprobe", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are ours to print, on one line
 	fs.Usage = func() {}
-	fs.StringVar(&o.proxies, "proxies", "", "proxy list `FILE` (\"-\" for stdin), one proxy a line in the forms transport.ReadExits reads")
+	fs.StringVar(&o.proxies, "proxies", "", "proxy list `FILE` (\"-\" for stdin), one proxy a line in the forms pool.ReadExits reads")
 	fs.Var(&o.targets, "target", "target `URL` to probe through every proxy (repeatable)")
 	fs.StringVar(&o.targetsFile, "targets", "", "`FILE` of target URLs, one a line")
 	fs.StringVar(&o.format, "format", "json", "output `format`: json (the schema in docs/probe.md) or table")
-	fs.StringVar(&o.state, "state", "", "also write a transport.State to `FILE` for Pool.RestoreState")
+	fs.StringVar(&o.state, "state", "", "also write a pool.SavedState to `FILE` for pool.Pool.Restore")
 	fs.DurationVar(&o.park, "park", probe.DefaultParkFor, "how long the state parks proxies that failed permanently")
 	fs.StringVar(&o.ca, "ca", "", "PEM `FILE` of extra root certificates to trust for https targets")
 	fs.StringVar(&o.userAgent, "user-agent", probe.DefaultUserAgent, "User-Agent of the probes")
@@ -74,7 +74,7 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fail(exitUsage, "%v (see -h)", err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fail(exitUsage, "unexpected argument %q: targets go in -target URL (see -h)", transport.RedactRaw(fs.Arg(0)))
+		return nil, fail(exitUsage, "unexpected argument %q: targets go in -target URL (see -h)", pool.RedactRaw(fs.Arg(0)))
 	}
 	return o, nil
 }
@@ -118,7 +118,7 @@ func (o *options) policy() probe.Policy {
 	}
 }
 
-func (o *options) config(exits []*transport.Exit, targets []string, tmpl *http.Transport) probe.Config {
+func (o *options) config(exits []*pool.Exit, targets []string, tmpl *http.Transport) probe.Config {
 	return probe.Config{
 		Exits: exits, Targets: targets, Template: tmpl,
 		Deadline: o.deadline, Concurrency: o.concurrency,

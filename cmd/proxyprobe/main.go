@@ -10,7 +10,7 @@
 // cannot be written. Errors are one line on stderr and never show a proxy password. Progress goes
 // to stderr only when stderr is a terminal.
 //
-// With -state FILE it also writes a transport.State (JSON) that transport.Pool.RestoreState loads
+// With -state FILE it also writes a pool.SavedState (JSON) that pool.Pool.Restore loads
 // to warm start: exits that failed permanently start parked, throttled pairs start OPEN for their
 // Retry-After.
 package main
@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/probe"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -155,7 +156,7 @@ func probeOnce(ctx context.Context, o *options, stdin io.Reader, stderr io.Write
 }
 
 // readExits reads the proxy list from path, or stdin for "-".
-func readExits(path string, stdin io.Reader) ([]*transport.Exit, error) {
+func readExits(path string, stdin io.Reader) ([]*pool.Exit, error) {
 	r := stdin
 	name := "stdin"
 	if path != "-" {
@@ -166,7 +167,7 @@ func readExits(path string, stdin io.Reader) ([]*transport.Exit, error) {
 		defer f.Close()
 		r, name = f, path
 	}
-	exits, err := transport.ReadExits(r)
+	exits, err := pool.ReadExits(r)
 	if err != nil {
 		return nil, fail(exitData, "%s: %v", name, err)
 	}
@@ -208,7 +209,7 @@ func writeReport(w io.Writer, rep *probe.Report, format string) error {
 }
 
 // writeState writes st to path atomically: a temporary file in the same directory, renamed.
-func writeState(path string, st transport.State) error {
+func writeState(path string, st pool.SavedState) error {
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fail(exitCantCreat, "state: %v", err)

@@ -20,8 +20,8 @@ import (
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/probe"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 var (
@@ -205,19 +205,19 @@ func TestCriticalExitsTwo(t *testing.T) {
 		t.Errorf("a 429: code %d, verdict %v, backoff %+v; want 2, CRITICAL, %+v", r.code, rep.Verdict, rep.Recommendation.Backoff, want)
 	}
 	st := readState(t, state)
-	if len(st.Breakers) != 1 || st.Breakers[0].Scope != transport.ScopePair || st.Breakers[0].Exit != "thr" ||
+	if len(st.Breakers) != 1 || st.Breakers[0].Scope != pool.ScopePair || st.Breakers[0].Exit != "thr" ||
 		st.Breakers[0].State != breaker.Open || st.Breakers[0].NextProbe.Sub(st.Saved) != 90*time.Second {
 		t.Errorf("state = %+v, want (thr, origin) OPEN for 90 s", st)
 	}
 }
 
-func readState(t *testing.T, path string) transport.State {
+func readState(t *testing.T, path string) pool.SavedState {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st transport.State
+	var st pool.SavedState
 	if err := json.Unmarshal(data, &st); err != nil {
 		t.Fatalf("state file: %v\n%s", err, data)
 	}
@@ -347,10 +347,10 @@ func TestTinyproxy(t *testing.T) {
 			// request the 401 could be the origin's, and the transport's classifier, which the
 			// probe shares, takes it as such.
 			https := strings.HasPrefix(res.Target, "https://")
-			if https && (res.Class != transport.ClassProxyAuth || res.Outcome != transport.Permanent || res.Scope != transport.ScopeExit) {
+			if https && (res.Class != pool.ClassProxyAuth || res.Outcome != pool.Permanent || res.Scope != pool.ScopeExit) {
 				t.Errorf("%s via %s: %+v, want permanent proxy_auth", res.Target, res.Exit, res)
 			}
-			if !https && (res.Status != http.StatusUnauthorized || res.Class != transport.ClassOrigin4xx) {
+			if !https && (res.Status != http.StatusUnauthorized || res.Class != pool.ClassOrigin4xx) {
 				t.Errorf("%s via %s: %+v, want 401 origin_4xx, as the transport classifies it", res.Target, res.Exit, res)
 			}
 		}
@@ -362,20 +362,20 @@ func TestTinyproxy(t *testing.T) {
 		t.Error("the output shows a password")
 	}
 
-	exits, err := transport.ReadExits(strings.NewReader(stdin))
+	exits, err := pool.ReadExits(strings.NewReader(stdin))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := transport.NewPool(transport.WithExits(exits...))
+	p, err := pool.New(pool.WithExits(exits...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	defer p.Close()
 	st := readState(t, state)
-	if applied, skipped, err := pool.RestoreState(time.Now(), st); applied != 1 || skipped != 0 || err != nil {
-		t.Fatalf("RestoreState = %d, %d, %v; want 1 applied", applied, skipped, err)
+	if applied, skipped, err := p.Restore(time.Now(), st); applied != 1 || skipped != 0 || err != nil {
+		t.Fatalf("Restore = %d, %d, %v; want 1 applied", applied, skipped, err)
 	}
-	for _, e := range pool.Snapshot().Exits {
+	for _, e := range p.Snapshot().Exits {
 		if parked := e.Breaker.Parked; parked != (e.Exit == "tiny-badpass") {
 			t.Errorf("restored exit %s parked = %v", e.Exit, parked)
 		}

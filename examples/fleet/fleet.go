@@ -16,6 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/ratelimit"
 	"github.com/proxybreaker/proxybreaker/store"
 	redisstore "github.com/proxybreaker/proxybreaker/store/redis"
@@ -50,6 +51,7 @@ type member struct {
 	name   string
 	client *goredis.Client
 	st     *redisstore.Store
+	pool   *pool.Pool
 	tr     *transport.Transport
 	http   *http.Client
 	closed atomic.Int64 // when the shop pair through res-2 last closed (Unix ns)
@@ -108,16 +110,24 @@ func (f *fleet) newMember(name, addr, ns string) (*member, error) {
 		return nil, err
 	}
 	m.st = st
-	m.tr, err = store.NewTransport(st,
-		transport.WithExits(f.w.exits...),
-		transport.WithBreakerSettings(breaker.Settings{BaseCooldown: baseCooldown}),
-		transport.WithRateLimits(ratelimit.Limits{
+	// The store claims probes (an option of the pool) and observes the pool once it has its exits
+	// (store.NewPool binds it, restoring the fleet's state before the first request).
+	m.pool, err = store.NewPool(st,
+		pool.WithExits(f.w.exits...),
+		pool.WithPairSettings(breaker.Settings{BaseCooldown: baseCooldown}),
+		pool.WithRateLimits(ratelimit.Limits{
 			PerExit:    ratelimit.PerSecond(exitBudget, exitBurst),
 			ExitSource: st.ExitSource, // the per-exit budget is the fleet's, leased from Redis
 		}),
-		transport.WithObserver(closeWatch{m: m, origin: f.w.shopHost()}),
+		pool.WithObserver(closeWatch{m: m, origin: f.w.shopHost()}),
 	)
+	if err == nil {
+		m.tr, err = transport.New(m.pool)
+	}
 	if err != nil {
+		if m.pool != nil {
+			m.pool.Close()
+		}
 		st.Close()
 		m.client.Close()
 		return nil, err
@@ -128,13 +138,13 @@ func (f *fleet) newMember(name, addr, ns string) (*member, error) {
 
 // closeWatch records when the shop's pair through res-2 closes on a member.
 type closeWatch struct {
-	transport.NopObserver
+	pool.NopObserver
 	m      *member
 	origin string
 }
 
-func (c closeWatch) StateChanged(sc transport.StateChange) {
-	if sc.Scope == transport.ScopePair && sc.Origin == c.origin && sc.Exit.Label() == bannedExit && sc.To == breaker.Closed {
+func (c closeWatch) StateChanged(sc pool.StateChange) {
+	if sc.Scope == pool.ScopePair && sc.Origin == c.origin && sc.Exit.Label() == bannedExit && sc.To == breaker.Closed {
 		c.m.closed.Store(sc.At.UnixNano())
 	}
 }
@@ -142,6 +152,7 @@ func (c closeWatch) StateChanged(sc transport.StateChange) {
 func (f *fleet) close() {
 	for _, m := range f.members {
 		m.tr.Close()
+		m.pool.Close()
 		m.st.Close()
 		m.client.Close()
 	}
@@ -188,7 +199,7 @@ func wait(cond func() bool) (time.Duration, error) {
 }
 
 func pairOf(m *member, exit, origin string) breaker.Snapshot {
-	for _, ps := range m.tr.Pool().Snapshot().Pairs {
+	for _, ps := range m.pool.Snapshot().Pairs {
 		if ps.Exit == exit && ps.Origin == origin {
 			return ps.Breaker
 		}
@@ -197,7 +208,7 @@ func pairOf(m *member, exit, origin string) breaker.Snapshot {
 }
 
 func exitOf(m *member, exit string) breaker.Snapshot {
-	for _, es := range m.tr.Pool().Snapshot().Exits {
+	for _, es := range m.pool.Snapshot().Exits {
 		if es.Exit == exit {
 			return es.Breaker
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -28,7 +29,7 @@ const (
 type world struct {
 	reg     *proxytest.Registry
 	proxies []*proxytest.Proxy
-	exits   []*transport.Exit
+	exits   []*pool.Exit
 	shop    *httptest.Server
 	shopURL string
 
@@ -60,7 +61,7 @@ func startWorld() (w *world, err error) {
 		if name == badExit {
 			u = p.URLWithCredentials("fleet", "wrong-password")
 		}
-		e, err := transport.NewExit(u)
+		e, err := pool.NewExit(u)
 		if err != nil {
 			return nil, err
 		}

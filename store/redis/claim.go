@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // hold is this member's record of another member's probe claim: until the claim's lease ends (or
@@ -22,7 +22,7 @@ type hold struct {
 }
 
 // ClaimProbe claims, for the whole fleet, the HALF_OPEN probe the pool is about to send for t
-// (transport.ProbeClaimer). It runs on the request path, only for a request that would be a probe:
+// (pool.ProbeClaimer). It runs on the request path, only for a request that would be a probe:
 //
 //   - while the store is degraded it returns true at once (the probe is this member's alone: during
 //     an outage a fleet may send one probe per member);
@@ -34,7 +34,7 @@ type hold struct {
 //
 // A probe's verdict releases its claim (the publish script deletes it), so the fleet's next probe
 // of the key need not wait for the lease.
-func (st *Store) ClaimProbe(now time.Time, t transport.ProbeTarget, lease time.Duration) bool {
+func (st *Store) ClaimProbe(now time.Time, t pool.ProbeTarget, lease time.Duration) bool {
 	if st.degraded.Load() || st.ctx.Err() != nil {
 		st.claims.Add(1)
 		return true
@@ -121,11 +121,11 @@ func (st *Store) claim(bid string, lease time.Duration) ([]int64, error) {
 
 // applyHold turns a hold into the pool's state: the key OPEN until the holder's lease ends, with
 // the trip count and level this member knows. The caller holds holdMu.
-func (st *Store) applyHold(p *transport.Pool, h *hold) {
+func (st *Store) applyHold(p *pool.Pool, h *hold) {
 	st.mirrorMu.Lock()
 	m := st.mirror[h.key]
 	st.mirrorMu.Unlock()
-	p.Apply(st.clock.Now(), transport.SavedBreaker{
+	p.Apply(st.clock.Now(), pool.SavedBreaker{
 		Scope: h.key.Scope, Exit: h.key.Exit, Origin: h.key.Origin,
 		Saved: breaker.Saved{
 			State: breaker.Open, Parked: m.parked, Level: m.level, Trips: m.trips,

@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 func TestEncodeDecode(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.UTC)
-	sb := transport.SavedBreaker{Scope: transport.ScopePair, Exit: "dc:1{x}", Origin: "a.example:8443",
+	sb := pool.SavedBreaker{Scope: pool.ScopePair, Exit: "dc:1{x}", Origin: "a.example:8443",
 		Saved: breaker.Saved{State: breaker.Open, Level: 2, Trips: 3, NextProbe: at.Add(time.Minute), LastFailure: "rate_limited", Changed: at}}
 	s, err := encode("m1", sb)
 	if err != nil {
@@ -50,7 +50,7 @@ func TestEncodeDecode(t *testing.T) {
 // accepts encodes back to an entry it accepts again.
 func FuzzDecode(f *testing.F) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	good, _ := encode("m", transport.SavedBreaker{Scope: transport.ScopeExit, Exit: "x0",
+	good, _ := encode("m", pool.SavedBreaker{Scope: pool.ScopeExit, Exit: "x0",
 		Saved: breaker.Saved{State: breaker.Open, Parked: true, NextProbe: at, Changed: at}})
 	f.Add(good)
 	f.Add("00000000000000000000|{}")

@@ -5,7 +5,7 @@
 // budget rather than each process's.
 //
 //	request path (never a round trip, but a probe's claim):
-//	  transport.Transport → pick exit → breakers (the local mirror) → exit bucket (leased tokens)
+//	  transport.Transport → pool.Pick → breakers (the local mirror) → exit bucket (leased tokens)
 //	                      → HALF_OPEN probe? ClaimProbe: one SET NX PX, ≤ ClaimTimeout
 //	                      → verdict → transition → (*Store).StateChanged: enqueue
 //	store goroutines:

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
 	redisstore "github.com/proxybreaker/proxybreaker/store/redis"
@@ -33,7 +34,8 @@ const (
 	originA = "a.example"
 )
 
-// member is one process of a fleet: a pool on a scripted base, connected to Redis at addr.
+// member is one process of a fleet: a pool connected to Redis at addr, and a transport on a
+// scripted base.
 type member struct {
 	name   string
 	base   *storetest.Base
@@ -41,6 +43,7 @@ type member struct {
 	fake   *clock.Fake // nil with the system clock
 	client *goredis.Client
 	st     *redisstore.Store
+	p      *pool.Pool
 	tr     *transport.Transport
 
 	mu     sync.Mutex
@@ -51,9 +54,9 @@ type memberConfig struct {
 	exits    int
 	real     bool // the system clock instead of a fake one at storetest.T0
 	settings redisstore.Settings
-	opts     []transport.Option
+	opts     []pool.Option
 	// limits, when set, builds ratelimit.Limits with this member's store as the exit source.
-	limits func(st *redisstore.Store) transport.Option
+	limits func(st *redisstore.Store) pool.Option
 }
 
 func newClient(t testing.TB, addr string) *goredis.Client {
@@ -95,31 +98,36 @@ func newMember(t testing.TB, addr, name string, cfg memberConfig) *member {
 	if err != nil {
 		t.Fatalf("redisstore.New: %v", err)
 	}
-	opts := append([]transport.Option{
-		transport.WithExits(storetest.Exits("x", cfg.exits)...),
-		transport.WithBase(m.base),
-		transport.WithClock(m.clock),
-		transport.WithIdleTTL(1000 * time.Hour),
+	opts := append([]pool.Option{
+		pool.WithExits(storetest.Exits("x", cfg.exits)...),
+		pool.WithClock(m.clock),
+		pool.WithIdleTTL(1000 * time.Hour),
 	}, cfg.opts...)
 	if cfg.limits != nil {
 		opts = append(opts, cfg.limits(st))
 	}
-	tr, err := store.NewTransport(st, opts...)
+	p, err := store.NewPool(st, opts...)
 	if err != nil {
 		st.Close()
-		t.Fatalf("NewTransport: %v", err)
+		t.Fatalf("NewPool: %v", err)
 	}
-	m.st, m.tr = st, tr
+	tr, err := transport.New(p, transport.WithBase(m.base))
+	if err != nil {
+		st.Close()
+		t.Fatalf("transport.New: %v", err)
+	}
+	m.st, m.p, m.tr = st, p, tr
 	t.Cleanup(m.close)
 	return m
 }
 
 func (m *member) close() {
 	m.tr.Close()
+	m.p.Close()
 	m.st.Close()
 }
 
-func (m *member) pool() *transport.Pool { return m.tr.Pool() }
+func (m *member) pool() *pool.Pool { return m.p }
 
 // healthLog returns the health changes OnHealth reported.
 func (m *member) healthLog() []redisstore.Health {

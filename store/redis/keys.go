@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // namespaceRE is what a Settings.Namespace may hold: nothing that could close the hash tag or
@@ -39,7 +39,7 @@ func id(k store.Key) string {
 }
 
 // targetID is id for a probe target.
-func targetID(t transport.ProbeTarget) string {
+func targetID(t pool.ProbeTarget) string {
 	k := store.Key{Scope: t.Scope, Origin: t.Origin}
 	if t.Exit != nil {
 		k.Exit = t.Exit.Label()
@@ -59,11 +59,11 @@ const changedDigits = 20
 // breaker.
 type entry struct {
 	Member string `json:"m"`
-	transport.SavedBreaker
+	pool.SavedBreaker
 }
 
 // encode returns "CHANGED|JSON": the Changed instant as changedDigits digits, then the entry.
-func encode(member string, sb transport.SavedBreaker) (string, error) {
+func encode(member string, sb pool.SavedBreaker) (string, error) {
 	data, err := json.Marshal(entry{Member: member, SavedBreaker: sb})
 	if err != nil {
 		return "", err
@@ -100,11 +100,11 @@ func decode(s string) (entry, error) {
 		return entry{}, fmt.Errorf("redisstore: entry: changed prefix %d disagrees with %v", changed, sb.Changed)
 	case sb.State != breaker.Closed && sb.State != breaker.Open:
 		return entry{}, fmt.Errorf("redisstore: entry: state %v", sb.State)
-	case sb.Scope > transport.ScopeOrigin:
+	case sb.Scope > pool.ScopeOrigin:
 		return entry{}, fmt.Errorf("redisstore: entry: scope %d", sb.Scope)
-	case (sb.Scope == transport.ScopePair || sb.Scope == transport.ScopeExit) && sb.Exit == "":
+	case (sb.Scope == pool.ScopePair || sb.Scope == pool.ScopeExit) && sb.Exit == "":
 		return entry{}, fmt.Errorf("redisstore: entry: %v without an exit", sb.Scope)
-	case (sb.Scope == transport.ScopePair || sb.Scope == transport.ScopeOrigin) && sb.Origin == "":
+	case (sb.Scope == pool.ScopePair || sb.Scope == pool.ScopeOrigin) && sb.Origin == "":
 		return entry{}, fmt.Errorf("redisstore: entry: %v without an origin", sb.Scope)
 	case sb.Level < 0 || sb.Level > 64:
 		return entry{}, fmt.Errorf("redisstore: entry: level %d", sb.Level)

@@ -8,9 +8,9 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
 	redisstore "github.com/proxybreaker/proxybreaker/store/redis"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // TestKeysNamespacedAndExpiring: two fleets share one Redis under two namespaces. Every key a
@@ -19,9 +19,9 @@ import (
 func TestKeysNamespacedAndExpiring(t *testing.T) {
 	srv := servertest.StartRedis(t)
 	const linger = 300 * time.Millisecond
-	short := transport.WithBreakerSettings(breaker.Settings{BaseCooldown: 500 * time.Millisecond, Jitter: -1})
+	short := pool.WithPairSettings(breaker.Settings{BaseCooldown: 500 * time.Millisecond, Jitter: -1})
 	cfg := func(ns string) memberConfig {
-		return memberConfig{real: true, settings: redisstore.Settings{Namespace: ns, Linger: linger}, opts: []transport.Option{short}}
+		return memberConfig{real: true, settings: redisstore.Settings{Namespace: ns, Linger: linger}, opts: []pool.Option{short}}
 	}
 	alpha := newMember(t, srv.Addr(), "alpha-1", cfg("alpha"))
 	beta1 := newMember(t, srv.Addr(), "beta-1", cfg("beta"))
@@ -97,7 +97,7 @@ func TestClaimWithoutRedis(t *testing.T) {
 			// race against a busy machine.
 			m := newMember(t, srv.Addr(), "a", memberConfig{settings: redisstore.Settings{ClaimTimeout: 2 * time.Second}})
 			m.waitHealthy(t)
-			target := transport.ProbeTarget{Scope: transport.ScopePair, Exit: m.pool().Exits()[1], Origin: originA}
+			target := pool.ProbeTarget{Scope: pool.ScopePair, Exit: m.pool().Exits()[1], Origin: originA}
 			if !m.st.ClaimProbe(m.clock.Now(), target, time.Minute) {
 				t.Fatal("the first claim was refused")
 			}
@@ -129,14 +129,14 @@ func TestClaimRefusedHoldsThePair(t *testing.T) {
 	b := newMember(t, addr, "b", memberConfig{})
 	a.waitHealthy(t)
 	b.waitHealthy(t)
-	target := transport.ProbeTarget{Scope: transport.ScopePair, Exit: a.pool().Exits()[1], Origin: originA}
+	target := pool.ProbeTarget{Scope: pool.ScopePair, Exit: a.pool().Exits()[1], Origin: originA}
 	if !a.st.ClaimProbe(a.clock.Now(), target, time.Minute) {
 		t.Fatal("a's claim was refused")
 	}
 	if !a.st.ClaimProbe(a.clock.Now(), target, time.Minute) {
 		t.Error("a's second claim of its own probe was refused")
 	}
-	bt := transport.ProbeTarget{Scope: transport.ScopePair, Exit: b.pool().Exits()[1], Origin: originA}
+	bt := pool.ProbeTarget{Scope: pool.ScopePair, Exit: b.pool().Exits()[1], Origin: originA}
 	if b.st.ClaimProbe(b.clock.Now(), bt, time.Minute) {
 		t.Fatal("b's claim was granted while a holds it")
 	}

@@ -9,10 +9,10 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/ratelimit"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
 	redisstore "github.com/proxybreaker/proxybreaker/store/redis"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // traffic sends paced requests through members from a few workers each until stop is called, and
@@ -85,7 +85,7 @@ func (tr *traffic) check(t *testing.T, maxLatency time.Duration) {
 
 // outageMembers makes two members on the system clock, with fleet rate limits on every exit
 // (generous: the traffic never waits for a token while Redis answers) and a short health interval.
-func outageMembers(t *testing.T, addr string, opts ...transport.Option) (a, b *member) {
+func outageMembers(t *testing.T, addr string, opts ...pool.Option) (a, b *member) {
 	cfg := memberConfig{
 		exits: 6, real: true, limits: fleetLimits(ratelimit.PerSecond(5000, 500)),
 		settings: redisstore.Settings{HealthInterval: 100 * time.Millisecond},
@@ -160,7 +160,7 @@ func TestOutageKillAndRestart(t *testing.T) {
 func TestOutageFrozenRedis(t *testing.T) {
 	srv := servertest.StartRedis(t)
 	// Short windows, so that a pair's window ends during the freeze and its probe must be claimed then.
-	a, b := outageMembers(t, srv.Addr(), transport.WithBreakerSettings(breaker.Settings{BaseCooldown: 500 * time.Millisecond}))
+	a, b := outageMembers(t, srv.Addr(), pool.WithPairSettings(breaker.Settings{BaseCooldown: 500 * time.Millisecond}))
 	a.base.On("x1", originA, storetest.Reply{Status: 429, RetryAfter: 1})
 	a.drive(t, urlA, func() bool { return storetest.PairState(a.pool(), "x1", originA) == breaker.Open })
 	a.base.Reset()

@@ -8,8 +8,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // maxBatch bounds how many transitions one publish pipeline carries.
@@ -18,7 +18,7 @@ const maxBatch = 512
 // pendingEntry is a record waiting to be published; release asks the script to free this member's
 // probe claim on the key (the transition ended a probe).
 type pendingEntry struct {
-	sb      transport.SavedBreaker
+	sb      pool.SavedBreaker
 	release bool
 }
 
@@ -86,7 +86,7 @@ func (st *Store) prune(now time.Time) {
 }
 
 // collect adds first (if not nil) and whatever else is queued, up to maxBatch, to batch.
-func (st *Store) collect(batch map[store.Key]pendingEntry, first *transport.StateChange) {
+func (st *Store) collect(batch map[store.Key]pendingEntry, first *pool.StateChange) {
 	if first != nil {
 		st.note(batch, *first)
 	}
@@ -101,7 +101,7 @@ func (st *Store) collect(batch map[store.Key]pendingEntry, first *transport.Stat
 }
 
 // note updates the mirror with one of this pool's transitions and adds its record to batch.
-func (st *Store) note(batch map[store.Key]pendingEntry, c transport.StateChange) {
+func (st *Store) note(batch map[store.Key]pendingEntry, c pool.StateChange) {
 	k := store.Key{Scope: c.Scope, Origin: c.Origin}
 	if c.Exit != nil {
 		k.Exit = c.Exit.Label()
@@ -225,7 +225,7 @@ func (st *Store) publish(ctx context.Context, entries []pendingEntry) error {
 func isNoScript(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") }
 
 // ttl is how long a key for sb lives from now: its remaining window, then Linger.
-func (st *Store) ttl(sb transport.SavedBreaker, now time.Time) time.Duration {
+func (st *Store) ttl(sb pool.SavedBreaker, now time.Time) time.Duration {
 	d := st.s.Linger
 	if sb.State == breaker.Open {
 		d += max(sb.NextProbe.Sub(now), 0)

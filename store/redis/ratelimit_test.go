@@ -9,17 +9,17 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/ratelimit"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
 	redisstore "github.com/proxybreaker/proxybreaker/store/redis"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // fleetLimits returns the option that makes every exit's PerExit limit l a fleet budget drawn
 // from st.
-func fleetLimits(l ratelimit.Limit) func(st *redisstore.Store) transport.Option {
-	return func(st *redisstore.Store) transport.Option {
-		return transport.WithRateLimits(ratelimit.Limits{PerExit: l, ExitSource: st.ExitSource})
+func fleetLimits(l ratelimit.Limit) func(st *redisstore.Store) pool.Option {
+	return func(st *redisstore.Store) pool.Option {
+		return pool.WithRateLimits(ratelimit.Limits{PerExit: l, ExitSource: st.ExitSource})
 	}
 }
 
@@ -69,7 +69,7 @@ func TestFleetRateLimitHoldsCombinedRate(t *testing.T) {
 					case err == nil:
 						ok[i].Add(1)
 						lastOK.Store(time.Now().UnixNano())
-					case errors.Is(err, transport.ErrThrottled):
+					case errors.Is(err, pool.ErrThrottled):
 						throttled.Add(1)
 					default:
 						mu.Lock()

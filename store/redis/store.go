@@ -15,8 +15,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // Defaults for Settings.
@@ -173,11 +173,12 @@ type Stats struct {
 }
 
 // Store shares a pool's breaker state with a fleet through Redis. Make one with New, connect it to
-// a transport with store.NewTransport (or store.Options and Attach), and Close it after the
-// transport. It implements transport.Observer (StateChanged only enqueues) and
-// transport.ProbeClaimer; ExitSource makes fleet-wide exit rate limits. Safe for concurrent use.
+// a pool with store.NewPool (or pool.WithProbeClaimer when building the pool, then
+// pool.Pool.Observe, which binds it), and Close it once the pool carries no more traffic. It
+// implements pool.Observer (StateChanged only enqueues), pool.Binder and pool.ProbeClaimer;
+// ExitSource makes fleet-wide exit rate limits. Safe for concurrent use.
 type Store struct {
-	transport.NopObserver
+	pool.NopObserver
 	c      goredis.UniversalClient
 	s      Settings
 	k      keys
@@ -190,9 +191,9 @@ type Store struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
-	pool atomic.Pointer[transport.Pool]
+	pool atomic.Pointer[pool.Pool]
 
-	q        chan transport.StateChange
+	q        chan pool.StateChange
 	degraded atomic.Bool
 	ps       atomic.Pointer[goredis.PubSub] // the live subscription, closed by Close
 	healthMu sync.Mutex
@@ -221,8 +222,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store            = (*Store)(nil)
-	_ transport.ProbeClaimer = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ pool.Binder       = (*Store)(nil)
+	_ pool.ProbeClaimer = (*Store)(nil)
 )
 
 // New returns a store that shares state through c, and starts its goroutines. It does not wait for
@@ -239,7 +241,7 @@ func New(c goredis.UniversalClient, s Settings) (*Store, error) {
 	st := &Store{
 		c: c, s: s, k: newKeys(s.Namespace), member: s.Member, clock: s.Clock, log: s.Logger,
 		ctx: ctx, cancel: cancel,
-		q:         make(chan transport.StateChange, s.QueueSize),
+		q:         make(chan pool.StateChange, s.QueueSize),
 		pending:   map[store.Key]pendingEntry{},
 		mirror:    map[store.Key]mirrorEntry{},
 		holds:     map[string]*hold{},
@@ -260,26 +262,33 @@ func (st *Store) Member() string { return st.member }
 // Namespace returns the namespace the store's keys live in.
 func (st *Store) Namespace() string { return st.s.Namespace }
 
-// Attach connects the store to p: it pulls the fleet's state into p now (bounded by OpTimeout;
-// if Redis cannot be reached it logs a warning and the pull happens at the first re-sync), and
-// from then on applies other members' transitions to p. Call it once, before p carries traffic.
-func (st *Store) Attach(p *transport.Pool) error {
+// Bind implements pool.Binder: pool.Pool.Observe calls it when the store is added to p. It
+// connects the store to p: it pulls the fleet's state into p now (bounded by OpTimeout; if Redis
+// cannot be reached it logs a warning and the pull happens at the first re-sync), and from then on
+// applies other members' transitions to p. Entries for exits p does not have are skipped, so bind
+// once p has its exits, and before p carries traffic. The store binds one pool at a time; unbind
+// (which Observe's remove func calls) stops applying the fleet's news to p.
+func (st *Store) Bind(p *pool.Pool) (unbind func(), err error) {
 	if p == nil {
-		return errors.New("redisstore: Attach: nil pool")
+		return nil, errors.New("redisstore: Bind: nil pool")
+	}
+	if st.ctx.Err() != nil {
+		return nil, errors.New("redisstore: Bind after Close")
 	}
 	if !st.pool.CompareAndSwap(nil, p) {
-		return errors.New("redisstore: Attach: already attached to a pool")
+		return nil, errors.New("redisstore: Bind: already bound to a pool")
 	}
 	if err := st.reconcile(); err != nil {
 		st.fail(err)
 		st.log.Warn("redisstore: could not load the fleet's state; running on local state until Redis answers",
 			"namespace", st.s.Namespace, "err", err)
 	}
-	return nil
+	return func() { st.pool.CompareAndSwap(p, nil) }, nil
 }
 
 // Close stops the store's goroutines, publishing what is queued first if Redis answers within
-// OpTimeout. It does not close the Redis client.
+// OpTimeout. It does not close the Redis client. A closed store ignores further transitions and
+// grants every probe claim locally.
 func (st *Store) Close() error {
 	st.once.Do(func() {
 		st.cancel()
@@ -360,7 +369,10 @@ func (st *Store) markHealthy() bool {
 
 // StateChanged queues the transition for the publisher. It never blocks: when the queue is full
 // the transition is dropped and counted, and the store re-syncs (pushing the pool's whole state).
-func (st *Store) StateChanged(c transport.StateChange) {
+func (st *Store) StateChanged(c pool.StateChange) {
+	if st.ctx.Err() != nil {
+		return // closed: nobody publishes any more
+	}
 	select {
 	case st.q <- c:
 	default:

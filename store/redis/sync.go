@@ -8,8 +8,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // syncLoop keeps the store in step with the fleet: it subscribes, re-syncs (reconcile), then
@@ -152,7 +152,7 @@ func (st *Store) listen(ps *goredis.PubSub) error {
 }
 
 // receive applies one published entry.
-func (st *Store) receive(p *transport.Pool, payload string) {
+func (st *Store) receive(p *pool.Pool, payload string) {
 	e, err := decode(payload)
 	if err != nil {
 		st.log.Warn("redisstore: ignoring a malformed entry", "namespace", st.s.Namespace, "err", err)
@@ -164,7 +164,7 @@ func (st *Store) receive(p *transport.Pool, payload string) {
 // applyEntry applies another member's entry to p, unless this member already has it (or a newer
 // one). An entry for a key this member holds a claim hold on ends the hold: it is the holder's
 // news, and wins over the hold whatever the clocks say.
-func (st *Store) applyEntry(p *transport.Pool, e entry) {
+func (st *Store) applyEntry(p *pool.Pool, e entry) {
 	if e.Member == st.member {
 		return
 	}
@@ -209,7 +209,7 @@ func (st *Store) reconcile() error {
 			held[bid] = true
 		}
 		st.holdMu.Unlock()
-		for _, sb := range p.SaveState(st.clock.Now()).Breakers {
+		for _, sb := range p.Save(st.clock.Now()).Breakers {
 			k := store.KeyOf(sb)
 			if held[id(k)] {
 				continue // a placeholder for another member's probe: not this member's news
@@ -231,13 +231,13 @@ func (st *Store) reconcile() error {
 	}
 	st.reconciles.Add(1)
 	if q := st.pool.Load(); q != p {
-		return st.reconcile() // attached meanwhile: pull into the pool too
+		return st.reconcile() // bound meanwhile: pull into the pool too
 	}
 	return nil
 }
 
 // pull applies every live entry of the namespace to p.
-func (st *Store) pull(ctx context.Context, p *transport.Pool) error {
+func (st *Store) pull(ctx context.Context, p *pool.Pool) error {
 	names, err := liveScript.Run(ctx, st.c, []string{st.k.index}).StringSlice()
 	if err != nil {
 		return err

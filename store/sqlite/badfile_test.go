@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
 	sqlitestore "github.com/proxybreaker/proxybreaker/store/sqlite"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // rawExec runs statements on path with a plain connection, outside the store.
@@ -94,7 +94,7 @@ func TestWrongSchema(t *testing.T) {
 	_, err = sqlitestore.Open(foreign, sqlitestore.Settings{Logger: quiet(nil)})
 	wantFileError(t, err, sqlitestore.ErrSchema, foreign, "not a proxybreaker state file", "users")
 
-	// A row this build cannot read is a corrupt file, reported at Attach with the row's key.
+	// A row this build cannot read is a corrupt file, reported at Bind with the row's key.
 	badRow := filepath.Join(dir, "badrow.db")
 	st, err := sqlitestore.Open(badRow, sqlitestore.Settings{Logger: quiet(nil)})
 	if err != nil {
@@ -107,11 +107,12 @@ func TestWrongSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	pool, err := transport.NewPool(transport.WithExits(storetest.Exits("x", 2)...))
+	p, err := pool.New(pool.WithExits(storetest.Exits("x", 2)...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = st.Attach(pool)
+	defer p.Close()
+	_, err = p.Observe(st)
 	wantFileError(t, err, sqlitestore.ErrCorrupt, badRow, `"x1"`, `"a.example"`, `ajar`)
 }
 

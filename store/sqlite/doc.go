@@ -2,11 +2,11 @@
 // process does not send its first minutes of traffic into exits and origins that had just banned
 // it. It is pure Go (modernc.org/sqlite): no cgo.
 //
-//	transport.Transport → breaker transition → (*Store).StateChanged: enqueue, never wait
-//	                                             → writer goroutine: batch, one transaction per flush
-//	                                             → state file (WAL)
-//	process start → Open → (*Store).Attach → Pool.RestoreState: OPEN pairs keep their remaining
-//	                                          window and trip count, parked exits stay parked
+//	transport.Transport → pool: breaker transition → (*Store).StateChanged: enqueue, never wait
+//	                                                   → writer goroutine: batch, one transaction per flush
+//	                                                   → state file (WAL)
+//	process start → Open → Pool.Observe(store) → (*Store).Bind → Pool.Restore: OPEN pairs keep their
+//	                                             remaining window and trip count, parked exits stay parked
 //
 // Its import path is …/store/sqlite; the package is named sqlitestore so that it never shadows
 // the driver's package sqlite where both are imported.
@@ -24,7 +24,7 @@
 //
 // If the queue overflows (more than Settings.QueueSize transitions waiting, far beyond any real
 // workload), nothing is lost silently: the writer notes it, logs a warning, and writes a full
-// snapshot of the pool (Pool.SaveState) with its next flush.
+// snapshot of the pool (Pool.Save) with its next flush.
 //
 // # Bad files
 //

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
 	sqlitestore "github.com/proxybreaker/proxybreaker/store/sqlite"
@@ -53,12 +54,12 @@ func runChild(mode, path string) int {
 
 // lineObserver prints every transition as a line: T scope exit origin state parked at trips next.
 type lineObserver struct {
-	transport.NopObserver
+	pool.NopObserver
 	mu sync.Mutex
 	w  io.Writer
 }
 
-func (o *lineObserver) StateChanged(c transport.StateChange) {
+func (o *lineObserver) StateChanged(c pool.StateChange) {
 	label := "-"
 	if c.Exit != nil {
 		label = c.Exit.Label()
@@ -95,11 +96,15 @@ func childTraffic(path string) int {
 			base.On(exit, origin, storetest.Reply{Status: 429, RetryAfter: 3600})
 		}
 	}
-	tr, err := store.NewTransport(st,
-		transport.WithExits(storetest.Exits("x", childExits)...),
-		transport.WithBase(base),
-		transport.WithObserver(&lineObserver{w: os.Stdout}),
+	p, err := store.NewPool(st,
+		pool.WithExits(storetest.Exits("x", childExits)...),
+		pool.WithObserver(&lineObserver{w: os.Stdout}),
 	)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	tr, err := transport.New(p, transport.WithBase(base))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -125,13 +130,13 @@ func childRestore(path string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	tr, err := store.NewTransport(st, transport.WithExits(storetest.Exits("x", childExits)...), transport.WithBase(storetest.NewBase()))
+	p, err := store.NewPool(st, pool.WithExits(storetest.Exits("x", childExits)...))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	json.NewEncoder(os.Stdout).Encode(tr.Pool().Snapshot())
-	tr.Close()
+	json.NewEncoder(os.Stdout).Encode(p.Snapshot())
+	p.Close()
 	st.Close()
 	return 0
 }
@@ -226,7 +231,7 @@ func TestSIGKILLRestoresWithinBound(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restore process: %v", err)
 	}
-	var snap transport.Snapshot
+	var snap pool.Snapshot
 	if err := json.Unmarshal(data, &snap); err != nil {
 		t.Fatalf("restore process printed %q: %v", data, err)
 	}

@@ -17,7 +17,7 @@ import (
 const SchemaVersion = 1
 
 // schema creates the tables of a fresh file. Instants are Unix nanoseconds, 0 for none; a row is
-// a transport.SavedBreaker.
+// a pool.SavedBreaker.
 var schema = []string{
 	`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
 	fmt.Sprintf(`INSERT INTO schema_version (version) VALUES (%d)`, SchemaVersion),

@@ -13,8 +13,8 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // Defaults for Settings.
@@ -40,7 +40,7 @@ type Settings struct {
 	// BusyTimeout is how long Open, and each flush, wait for a write lock another connection holds
 	// before reporting ErrLocked. Default 5 s; negative is an error.
 	BusyTimeout time.Duration
-	// Retention: at Attach, rows whose OPEN window ended, or that were last changed, longer ago than
+	// Retention: at Bind, rows whose OPEN window ended, or that were last changed, longer ago than
 	// this are dropped (an exit gone from the pool for a week is not coming back with its state).
 	// Default 7 days; negative is an error.
 	Retention time.Duration
@@ -94,25 +94,26 @@ func (s *Settings) fill() error {
 	return errors.Join(errs...)
 }
 
-// Store keeps a pool's breaker state in an SQLite file. Open it, connect it to a transport with
-// store.NewTransport (or store.Options and Attach), and Close it after the transport. It is safe
-// for concurrent use; StateChanged only enqueues.
+// Store keeps a pool's breaker state in an SQLite file. Open it, connect it to a pool with
+// store.NewPool (or pool.Pool.Observe, which binds it), and Close it once the pool carries no
+// more traffic. It implements pool.Observer (StateChanged only enqueues) and pool.Binder. It is
+// safe for concurrent use.
 type Store struct {
-	transport.NopObserver
+	pool.NopObserver
 	path string
 	s    Settings
 	db   *sql.DB
 	log  *slog.Logger
 
-	q        chan transport.SavedBreaker
+	q        chan pool.SavedBreaker
 	overflow atomic.Bool
 	flushReq chan chan error
 	stop     chan struct{}
 	done     chan struct{}
 
-	pool     atomic.Pointer[transport.Pool]
-	attachMu sync.Mutex
-	closed   atomic.Bool
+	pool   atomic.Pointer[pool.Pool]
+	bindMu sync.Mutex
+	closed atomic.Bool
 
 	written  atomic.Uint64
 	resyncs  atomic.Uint64
@@ -123,7 +124,10 @@ type Store struct {
 	once     sync.Once
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store = (*Store)(nil)
+	_ pool.Binder = (*Store)(nil)
+)
 
 // Open opens (or creates) the state file at path, checks it (see the package documentation on bad
 // files) and starts the writer. Errors about the file are *FileError.
@@ -148,7 +152,7 @@ func Open(path string, s Settings) (*Store, error) {
 	}
 	st := &Store{
 		path: path, s: s, db: db, log: s.Logger,
-		q:        make(chan transport.SavedBreaker, s.QueueSize),
+		q:        make(chan pool.SavedBreaker, s.QueueSize),
 		flushReq: make(chan chan error),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -182,7 +186,7 @@ func (st *Store) DurabilityBound() time.Duration { return st.s.FlushInterval + C
 // StateChanged queues the transition for the writer, if it is worth keeping (store.Record). It
 // never blocks: when the queue is full it notes the overflow, and the next flush writes a full
 // snapshot of the pool instead.
-func (st *Store) StateChanged(c transport.StateChange) {
+func (st *Store) StateChanged(c pool.StateChange) {
 	sb, ok := store.Record(c)
 	if !ok || st.closed.Load() {
 		return
@@ -195,36 +199,42 @@ func (st *Store) StateChanged(c transport.StateChange) {
 	}
 }
 
-// Attach restores the saved state into p — OPEN pairs keep their remaining window and trip count,
-// parked exits stay parked, entries for exits p does not have are skipped — and from then on
-// answers queue overflows with snapshots of p. Call it once, before p carries traffic.
-func (st *Store) Attach(p *transport.Pool) error {
+// Bind implements pool.Binder: pool.Pool.Observe calls it when the store is added to p. It
+// restores the saved state into p — OPEN pairs keep their remaining window and trip count, parked
+// exits stay parked, entries for exits p does not have are skipped, so bind once p has its exits —
+// and from then on answers queue overflows, and Close, with snapshots of p. The store binds one
+// pool at a time; unbind (which Observe's remove func calls) lets it go, after which the store
+// may be bound again. Bind before p carries traffic.
+func (st *Store) Bind(p *pool.Pool) (unbind func(), err error) {
 	if p == nil {
-		return errors.New("sqlitestore: Attach: nil pool")
+		return nil, errors.New("sqlitestore: Bind: nil pool")
 	}
-	st.attachMu.Lock()
-	defer st.attachMu.Unlock()
+	st.bindMu.Lock()
+	defer st.bindMu.Unlock()
+	if st.closed.Load() {
+		return nil, errors.New("sqlitestore: Bind after Close")
+	}
 	if st.pool.Load() != nil {
-		return errors.New("sqlitestore: Attach: already attached to a pool")
+		return nil, errors.New("sqlitestore: Bind: already bound to a pool")
 	}
 	now := st.s.Clock.Now()
 	saved, err := st.load(now)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	applied, skipped, err := p.RestoreState(now, saved)
+	applied, skipped, err := p.Restore(now, saved)
 	if err != nil {
-		return fmt.Errorf("sqlitestore: %s: %w", st.path, err)
+		return nil, fmt.Errorf("sqlitestore: %s: %w", st.path, err)
 	}
 	st.pool.Store(p)
 	st.log.Info("sqlitestore: restored breaker state", "path", st.path, "rows", len(saved.Breakers),
 		"applied", applied, "skipped", skipped)
-	return nil
+	return func() { st.pool.CompareAndSwap(p, nil) }, nil
 }
 
 // Load returns the state saved in the file at now: every row, after dropping the ones past
 // Settings.Retention and CLOSED rows with nothing to remember.
-func (st *Store) Load() (transport.State, error) { return st.load(st.s.Clock.Now()) }
+func (st *Store) Load() (pool.SavedState, error) { return st.load(st.s.Clock.Now()) }
 
 // Flush commits everything queued so far and returns when it is on disk (or the error).
 func (st *Store) Flush() error {
@@ -241,7 +251,8 @@ func (st *Store) Flush() error {
 }
 
 // Close stops taking transitions, commits what is queued together with a final snapshot of the
-// attached pool, and closes the file. Call it after the transport is closed. It returns the error
+// bound pool, and closes the file. Call it once the pool carries no more traffic (after closing
+// the transports built on it). It returns the error
 // of that last commit, if any.
 func (st *Store) Close() error {
 	st.once.Do(func() {
@@ -277,24 +288,24 @@ func (st *Store) setErr(err error) {
 }
 
 // load reads every row, after pruning.
-func (st *Store) load(now time.Time) (transport.State, error) {
+func (st *Store) load(now time.Time) (pool.SavedState, error) {
 	ctx := context.Background()
 	cutoff := now.Add(-st.s.Retention).UnixNano()
 	if _, err := st.db.ExecContext(ctx,
 		`DELETE FROM breakers WHERE (state = 'closed' AND level = 0) OR (changed < ?1 AND next_probe < ?1)`, cutoff); err != nil {
-		return transport.State{}, classify(st.path, err)
+		return pool.SavedState{}, classify(st.path, err)
 	}
 	rows, err := st.db.QueryContext(ctx, `SELECT scope, exit_label, origin, state, parked, level, trips,
 		next_probe, closed_at, last_failure, changed FROM breakers ORDER BY scope, exit_label, origin`)
 	if err != nil {
-		return transport.State{}, classify(st.path, err)
+		return pool.SavedState{}, classify(st.path, err)
 	}
 	defer rows.Close()
-	out := transport.State{Version: transport.StateVersion, Saved: now}
+	out := pool.SavedState{Version: pool.SavedStateVersion, Saved: now}
 	for rows.Next() {
 		var (
 			scope, state                 string
-			sb                           transport.SavedBreaker
+			sb                           pool.SavedBreaker
 			parked                       bool
 			level                        int
 			trips                        int64
@@ -302,20 +313,20 @@ func (st *Store) load(now time.Time) (transport.State, error) {
 		)
 		if err := rows.Scan(&scope, &sb.Exit, &sb.Origin, &state, &parked, &level, &trips,
 			&nextProbe, &closedAt, &sb.LastFailure, &changed); err != nil {
-			return transport.State{}, classify(st.path, err)
+			return pool.SavedState{}, classify(st.path, err)
 		}
 		if err := sb.Scope.UnmarshalText([]byte(scope)); err != nil {
-			return transport.State{}, &FileError{Path: st.path, Kind: ErrCorrupt, Err: fmt.Errorf("row (%s, %q, %q): %v", scope, sb.Exit, sb.Origin, err)}
+			return pool.SavedState{}, &FileError{Path: st.path, Kind: ErrCorrupt, Err: fmt.Errorf("row (%s, %q, %q): %v", scope, sb.Exit, sb.Origin, err)}
 		}
 		if err := sb.State.UnmarshalText([]byte(state)); err != nil || sb.State == breaker.HalfOpen || level < 0 || trips < 0 || trips > 1<<32-1 {
-			return transport.State{}, &FileError{Path: st.path, Kind: ErrCorrupt, Err: fmt.Errorf("row (%s, %q, %q): state %q, level %d, trips %d", scope, sb.Exit, sb.Origin, state, level, trips)}
+			return pool.SavedState{}, &FileError{Path: st.path, Kind: ErrCorrupt, Err: fmt.Errorf("row (%s, %q, %q): state %q, level %d, trips %d", scope, sb.Exit, sb.Origin, state, level, trips)}
 		}
 		sb.Parked, sb.Level, sb.Trips = parked, level, uint32(trips)
 		sb.NextProbe, sb.ClosedAt, sb.Changed = unixTime(nextProbe), unixTime(closedAt), unixTime(changed)
 		out.Breakers = append(out.Breakers, sb)
 	}
 	if err := rows.Err(); err != nil {
-		return transport.State{}, classify(st.path, err)
+		return pool.SavedState{}, classify(st.path, err)
 	}
 	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
 	sqlitestore "github.com/proxybreaker/proxybreaker/store/sqlite"
@@ -42,11 +43,12 @@ func quiet(buf *bytes.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, nil))
 }
 
-// env is a pool on a scripted base and a fake clock, connected to a store on path.
+// env is a pool on a fake clock, connected to a store on path, and a transport on a scripted base.
 type env struct {
 	base  *storetest.Base
 	clock *clock.Fake
 	st    *sqlitestore.Store
+	p     *pool.Pool
 	tr    *transport.Transport
 }
 
@@ -61,27 +63,32 @@ func newEnv(t *testing.T, path string, start time.Time, s sqlitestore.Settings) 
 	if err != nil {
 		t.Fatalf("Open(%s) = %v", path, err)
 	}
-	tr, err := store.NewTransport(st,
-		transport.WithExits(storetest.Exits("x", 4)...),
-		transport.WithBase(e.base),
-		transport.WithClock(e.clock),
-		transport.WithIdleTTL(1000*time.Hour),
+	p, err := store.NewPool(st,
+		pool.WithExits(storetest.Exits("x", 4)...),
+		pool.WithClock(e.clock),
+		pool.WithIdleTTL(1000*time.Hour),
 	)
 	if err != nil {
 		st.Close()
-		t.Fatalf("NewTransport: %v", err)
+		t.Fatalf("NewPool: %v", err)
 	}
-	e.st, e.tr = st, tr
+	tr, err := transport.New(p, transport.WithBase(e.base))
+	if err != nil {
+		st.Close()
+		t.Fatalf("transport.New: %v", err)
+	}
+	e.st, e.p, e.tr = st, p, tr
 	t.Cleanup(e.close)
 	return e
 }
 
 func (e *env) close() {
 	e.tr.Close()
+	e.p.Close()
 	e.st.Close()
 }
 
-func (e *env) pool() *transport.Pool { return e.tr.Pool() }
+func (e *env) pool() *pool.Pool { return e.p }
 
 // tripAndPark parks x0 (a 407 for every origin) and opens (x1, a.example) with a 429.
 func (e *env) tripAndPark(t *testing.T) {
@@ -124,7 +131,7 @@ func TestRestoreAfterRestart(t *testing.T) {
 	// Once the pair's window has passed, it probes and closes; the next restart remembers that.
 	b.clock.Set(pairBefore.NextProbe)
 	storetest.MustGet(t, b.tr, urlA) // may go elsewhere; pin the probe to x1
-	if _, err := storetest.Get(transport.PinExit(context.Background(), "x1"), b.tr, urlA); err != nil {
+	if _, err := storetest.Get(transport.ContextWithExit(context.Background(), "x1"), b.tr, urlA); err != nil {
 		t.Fatalf("probe through x1: %v", err)
 	}
 	if st := storetest.PairState(b.pool(), "x1", originA); st != breaker.Closed {
@@ -177,9 +184,9 @@ func TestQueueOverflowWritesSnapshot(t *testing.T) {
 	holder := lockFile(t, path)
 	// Fill the queue with transitions of an exit the pool does not have, until the writer, stuck
 	// behind the lock, turns some away.
-	ghost := transport.MustParseExit("http://127.0.0.1:1").WithLabel("ghost")
+	ghost := pool.MustParseExit("http://127.0.0.1:1").WithLabel("ghost")
 	for i := 0; i < 5000 && e.st.Stats().Dropped == 0; i++ {
-		e.st.StateChanged(transport.StateChange{Scope: transport.ScopePair, Exit: ghost, Origin: fmt.Sprintf("o%d.example", i),
+		e.st.StateChanged(pool.StateChange{Scope: pool.ScopePair, Exit: ghost, Origin: fmt.Sprintf("o%d.example", i),
 			Transition: breaker.Transition{From: breaker.Closed, To: breaker.Open, At: storetest.T0, NextProbe: storetest.T0.Add(time.Hour), Trips: 1, Level: 1}})
 	}
 	if e.st.Stats().Dropped == 0 {
@@ -213,9 +220,9 @@ func TestQueueOverflowWritesSnapshot(t *testing.T) {
 	}
 }
 
-func hasOpen(s transport.State, exit, origin string) bool {
+func hasOpen(s pool.SavedState, exit, origin string) bool {
 	for _, sb := range s.Breakers {
-		if sb.Scope == transport.ScopePair && sb.Exit == exit && sb.Origin == origin && sb.State == breaker.Open {
+		if sb.Scope == pool.ScopePair && sb.Exit == exit && sb.Origin == origin && sb.State == breaker.Open {
 			return true
 		}
 	}
@@ -259,5 +266,50 @@ func TestSettingsValidate(t *testing.T) {
 	}
 	if _, err := sqlitestore.Open(path+"?mode=ro", sqlitestore.Settings{}); err == nil {
 		t.Error("Open of a path with '?' = nil error")
+	}
+}
+
+// TestBindOnePoolAtATime: a store binds one pool at a time; the func Observe returns unbinds it,
+// and the store can then be bound to another pool, which it restores as it did the first.
+func TestBindOnePoolAtATime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	a := newEnv(t, path, storetest.T0, sqlitestore.Settings{})
+	a.tripAndPark(t)
+	a.close()
+
+	fake := clock.NewFake(storetest.T0.Add(time.Minute))
+	st, err := sqlitestore.Open(path, sqlitestore.Settings{Clock: fake, Logger: quiet(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	newPool := func() *pool.Pool {
+		p, err := pool.New(pool.WithExits(storetest.Exits("x", 4)...), pool.WithClock(fake))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		return p
+	}
+	first, second := newPool(), newPool()
+	remove, err := first.Observe(st)
+	if err != nil {
+		t.Fatalf("first Observe = %v", err)
+	}
+	if !storetest.Exit(first, "x0").Parked {
+		t.Error("binding did not restore the parked exit into the first pool")
+	}
+	if _, err := second.Observe(st); err == nil || !strings.Contains(err.Error(), "already bound") {
+		t.Errorf("Observe by a second pool while bound = %v, want an error saying it is already bound", err)
+	}
+	if storetest.Exit(second, "x0").Parked {
+		t.Error("the refused bind restored into the second pool")
+	}
+	remove()
+	if _, err := second.Observe(st); err != nil {
+		t.Fatalf("Observe by the second pool after the first let go = %v", err)
+	}
+	if !storetest.Exit(second, "x0").Parked {
+		t.Error("binding did not restore the parked exit into the second pool")
 	}
 }

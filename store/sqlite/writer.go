@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
-	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // maxBatch is how many distinct keys a batch may hold before it is committed without waiting for
@@ -23,9 +23,9 @@ ON CONFLICT (scope, exit_label, origin) DO UPDATE SET
 WHERE excluded.changed >= breakers.changed`
 
 // batch is the transitions waiting for a commit, the newest per key.
-type batch map[store.Key]transport.SavedBreaker
+type batch map[store.Key]pool.SavedBreaker
 
-func (b batch) add(sb transport.SavedBreaker) {
+func (b batch) add(sb pool.SavedBreaker) {
 	k := store.KeyOf(sb)
 	if old, ok := b[k]; ok && old.Changed.After(sb.Changed) {
 		return
@@ -97,14 +97,14 @@ func (st *Store) run() {
 }
 
 // flush commits pending in one transaction and empties it; on error it keeps pending. After a queue
-// overflow, or when final, it first adds a full snapshot of the attached pool.
+// overflow, or when final, it first adds a full snapshot of the bound pool.
 func (st *Store) flush(pending batch, final bool) error {
 	p := st.pool.Load()
 	resync := st.overflow.Swap(false)
 	var replaceAt time.Time
 	if p != nil && (resync || final) {
 		now := st.s.Clock.Now()
-		for _, sb := range p.SaveState(now).Breakers {
+		for _, sb := range p.Save(now).Breakers {
 			pending.add(sb)
 		}
 		if resync {
@@ -135,7 +135,7 @@ func (st *Store) flush(pending batch, final bool) error {
 	return nil
 }
 
-func (st *Store) commit(pending batch, p *transport.Pool, replaceAt time.Time) error {
+func (st *Store) commit(pending batch, p *pool.Pool, replaceAt time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), st.s.BusyTimeout+30*time.Second)
 	defer cancel()
 	tx, err := st.db.BeginTx(ctx, nil)
@@ -166,7 +166,7 @@ func (st *Store) commit(pending batch, p *transport.Pool, replaceAt time.Time) e
 
 // dropMissing deletes the rows of p's exits and of origins that the snapshot in pending does not
 // hold and that were last changed before at.
-func dropMissing(ctx context.Context, tx *sql.Tx, pending batch, p *transport.Pool, at time.Time) error {
+func dropMissing(ctx context.Context, tx *sql.Tx, pending batch, p *pool.Pool, at time.Time) error {
 	rows, err := tx.QueryContext(ctx, `SELECT scope, exit_label, origin FROM breakers WHERE changed <= ?`, at.UnixNano())
 	if err != nil {
 		return err
@@ -189,7 +189,7 @@ func dropMissing(ctx context.Context, tx *sql.Tx, pending batch, p *transport.Po
 		if _, ok := pending[k]; ok {
 			continue
 		}
-		if k.Scope == transport.ScopeOrigin || known[k.Exit] {
+		if k.Scope == pool.ScopeOrigin || known[k.Exit] {
 			gone = append(gone, k)
 		}
 	}

@@ -68,7 +68,7 @@ func main() {
 		log.Fatal(err)
 	}
 	p("\n## Scale: one request through ours over a canned base\n\n")
-	p("`transport.New(WithBase(canned))`, a random origin per request, every pair healthy (healthy pairs hold no breaker). Whole RoundTrip: pick, attempt, classify, body.\n\n")
+	p("`transport.New(pool, WithBase(canned))` over `pool.New(WithExits(…))`, a random origin per request, every pair healthy (healthy pairs hold no breaker). Whole RoundTrip: pick, attempt, classify, body.\n\n")
 	p("| exits × origins | serial | `RunParallel` | allocs/op |\n|---|---|---|---|\n")
 	for _, r := range srows {
 		p("| %d × %d | %.0f ns | %.0f ns | %d |\n", r.Exits, r.Origins, r.Serial.NsPerOp, r.Parallel.NsPerOp, r.Serial.AllocsPerOp)
@@ -99,7 +99,7 @@ func writeSim(p func(string, ...any), sc sim.Scenario, ms []sim.Metrics, sens si
 	oracle := ms[len(ms)-1]
 	p("## Pool simulation\n\n")
 	p("![goodput and wasted attempts per strategy](chart.svg)\n\n")
-	p("Seed %d, %v of simulated time, %d workers, %d exits (%d dead, %d failing proxy auth with 407, %d flaky: %.0f %% of attempts time out after %v, any origin), %d origins each capping an (exit, origin) pair at %d requests a clock minute (429 with Retry-After to the minute's end), ban episodes of %v–%v (challenge page, 403) at %.1f an hour per pair, latency %v–%v. A refused request (no exit ready) makes its worker wait RetryIn, at most %v. Ours runs on `clock.Fake` and a simulated base (`WithBase`); only its random sources are seeded.\n\n",
+	p("Seed %d, %v of simulated time, %d workers, %d exits (%d dead, %d failing proxy auth with 407, %d flaky: %.0f %% of attempts time out after %v, any origin), %d origins each capping an (exit, origin) pair at %d requests a clock minute (429 with Retry-After to the minute's end), ban episodes of %v–%v (challenge page, 403) at %.1f an hour per pair, latency %v–%v. A refused request (no exit ready) makes its worker wait RetryIn, at most %v. Ours drives `pool.Pool` through its public API, with no HTTP in between and every setting at its default (the idle TTL included): `PickAt` at the simulated instant (`clock.Fake`), the simulated world decides the outcome, and `Lease.ReportAt` gets the verdict `transport.DefaultClassifier` gives that outcome (`sim.Verdict`, checked against the classifier by a test). `pool.WithSeed` (drawn from the strategy's seeded source) and `pool.WithInlineSweep` keep a run deterministic. (Until the engine moved to package pool, the simulation sent fake round trips through `transport.Transport` and turned the idle sweep off.)\n\n",
 		sc.Seed, sc.Duration, sc.Workers, sc.Exits, sc.Dead, sc.Auth, sc.Flaky, sc.FlakyTimeout*100, sc.Timeout, sc.Origins, sc.RatePerMinute,
 		sc.BanMin, sc.BanMax, sc.BansPerHour, sc.LatencyMin, sc.LatencyMax, sc.MaxRefusalWait)
 	p("| strategy | goodput | ÷ oracle | wasted attempts | 429s provoked | challenge pages | timeouts | worker time lost to timeouts | refused (not sent) | recovery after a ban (median) | bans never recovered |\n|---|---|---|---|---|---|---|---|---|---|---|\n")

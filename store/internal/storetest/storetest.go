@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -121,10 +122,10 @@ func (b *Base) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // Exits returns n exits labelled prefix0…prefixN-1. Their addresses are on 127.0.0.1 and are never
 // dialled: Base answers for them.
-func Exits(prefix string, n int) []*transport.Exit {
-	out := make([]*transport.Exit, n)
+func Exits(prefix string, n int) []*pool.Exit {
+	out := make([]*pool.Exit, n)
 	for i := range out {
-		out[i] = transport.MustParseExit(fmt.Sprintf("http://127.0.0.1:%d", 9+i)).WithLabel(fmt.Sprintf("%s%d", prefix, i))
+		out[i] = pool.MustParseExit(fmt.Sprintf("http://127.0.0.1:%d", 9+i)).WithLabel(fmt.Sprintf("%s%d", prefix, i))
 	}
 	return out
 }
@@ -160,7 +161,7 @@ func MustGet(t testing.TB, rt http.RoundTripper, rawURL string) string {
 }
 
 // Pair returns the snapshot of the (exit, origin) breaker in p; ok is false when p holds none.
-func Pair(p *transport.Pool, exit, origin string) (breaker.Snapshot, bool) {
+func Pair(p *pool.Pool, exit, origin string) (breaker.Snapshot, bool) {
 	for _, ps := range p.Snapshot().Pairs {
 		if ps.Exit == exit && ps.Origin == origin {
 			return ps.Breaker, true
@@ -170,7 +171,7 @@ func Pair(p *transport.Pool, exit, origin string) (breaker.Snapshot, bool) {
 }
 
 // Exit returns the snapshot of exit's own breaker in p.
-func Exit(p *transport.Pool, exit string) breaker.Snapshot {
+func Exit(p *pool.Pool, exit string) breaker.Snapshot {
 	for _, es := range p.Snapshot().Exits {
 		if es.Exit == exit {
 			return es.Breaker
@@ -180,7 +181,7 @@ func Exit(p *transport.Pool, exit string) breaker.Snapshot {
 }
 
 // PairState returns the state of the (exit, origin) breaker in p, CLOSED when p holds none.
-func PairState(p *transport.Pool, exit, origin string) breaker.State {
+func PairState(p *pool.Pool, exit, origin string) breaker.State {
 	s, _ := Pair(p, exit, origin)
 	return s.State
 }
