@@ -30,7 +30,15 @@ func (b *Breaker) Save(now time.Time) Saved {
 // breaker admits a probe at once); a CLOSED s closes the breaker. Probes in flight lose their
 // slots (their verdicts are dropped as stale). It reports whether anything changed, and calls the
 // state-change callback with CauseRestored when the state did.
+//
+// s comes from outside — a file, another process, a clock that may be ahead — so it is first
+// clamped to what this breaker's policy could have produced (Policy.Clamp): one bad row or one
+// fleet member whose clock runs fast cannot take a key out for longer than the policy ever would.
 func (b *Breaker) Restore(now time.Time, s Saved) bool {
+	s, ok := b.p.Clamp(now, s)
+	if !ok {
+		return false
+	}
 	t := now.UnixNano()
 	var ev events
 	b.mu.Lock()
@@ -42,7 +50,7 @@ func (b *Breaker) Restore(now time.Time, s Saved) bool {
 	if s.State == Closed && b.state == Closed {
 		// Nothing to move; keep the later memory of the backoff level.
 		changed := s.Level != b.level
-		b.level, b.trips = s.Level, max(b.trips, s.Trips)
+		b.level, b.trips = s.Level, max(b.trips, s.Trips) // s.Level is clamped
 		if !s.ClosedAt.IsZero() {
 			b.closedAt = s.ClosedAt.UnixNano()
 		}
@@ -80,4 +88,57 @@ func (b *Breaker) Restore(now time.Time, s Saved) bool {
 	b.mu.Unlock()
 	b.deliver(&ev)
 	return true
+}
+
+// maxReasonLen bounds the LastFailure a restored state may bring: reasons are short class names.
+const maxReasonLen = 128
+
+// LongestOpen is the longest OPEN window the policy can produce: the longest of MaxCooldown,
+// ParkFor and MaxRetryAfter, lengthened by the most jitter.
+func (p *Policy) LongestOpen() time.Duration {
+	d := max(p.s.MaxCooldown, p.s.ParkFor, p.s.MaxRetryAfter)
+	return time.Duration(addSat(int64(d), int64(float64(d)*p.s.Jitter)))
+}
+
+// Clamp returns s made possible for this policy at now, or ok false if s cannot be a saved state
+// at all (an unknown State). Restore applies it to everything it is given:
+//   - an OPEN window ends no later than now + LongestOpen, and one that ended before now (or at an
+//     instant too far in the past to compute with) ends at now: a probe may go at once;
+//   - a HALF_OPEN state is taken as OPEN with its window over;
+//   - Level is kept within [0, MaxLevel], whatever the state;
+//   - Changed and ClosedAt are never after now (a clock ahead does not win every later
+//     comparison), and instants before 1970 are taken as unknown;
+//   - LastFailure is cut to 128 bytes.
+func (p *Policy) Clamp(now time.Time, s Saved) (Saved, bool) {
+	epoch := time.Unix(0, 0)
+	switch s.State {
+	case Closed, Open:
+	case HalfOpen:
+		s.State, s.NextProbe = Open, now
+	default:
+		return Saved{}, false
+	}
+	s.Level = min(max(s.Level, 0), p.maxLevel)
+	if s.State == Open {
+		if limit := now.Add(p.LongestOpen()); s.NextProbe.After(limit) {
+			s.NextProbe = limit
+		}
+		if s.NextProbe.Before(now) {
+			s.NextProbe = now
+		}
+	} else {
+		s.Parked, s.NextProbe = false, time.Time{}
+	}
+	for _, t := range []*time.Time{&s.Changed, &s.ClosedAt} {
+		switch {
+		case t.Before(epoch):
+			*t = time.Time{}
+		case t.After(now):
+			*t = now
+		}
+	}
+	if len(s.LastFailure) > maxReasonLen {
+		s.LastFailure = s.LastFailure[:maxReasonLen]
+	}
+	return s, true
 }

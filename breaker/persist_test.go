@@ -2,7 +2,9 @@ package breaker
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestSaveRestore(t *testing.T) {
@@ -84,4 +86,55 @@ func TestIdleForgetsAnAbandonedOpenBreaker(t *testing.T) {
 		t.Errorf("a breaker with a probe out must not be idle (acquired %v)", ok)
 	}
 	pm.Release(at(500))
+}
+
+// TestRestoreClampsHostileState: a saved state from a bad row, a hostile message or a clock far
+// ahead is clamped to what the policy could have produced before it is applied.
+func TestRestoreClampsHostileState(t *testing.T) {
+	p := mustPolicy(t, fixed(Settings{})) // no jitter: LongestOpen is exactly max(MaxCooldown, ParkFor, MaxRetryAfter)
+	longest := p.LongestOpen()
+	if want := DefaultMaxRetryAfter; longest != want {
+		t.Fatalf("LongestOpen() = %v, want %v", longest, want)
+	}
+	now := at(0)
+	year3000 := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, tt := range []struct {
+		name      string
+		in        Saved
+		wantState State
+		wantProbe time.Time // the zero time: not OPEN
+		wantLevel int
+	}{
+		{"window years ahead", Saved{State: Open, NextProbe: now.Add(87671 * time.Hour), Level: 2}, Open, now.Add(longest), 2},
+		{"window at 9e18 ns", Saved{State: Open, NextProbe: time.Unix(0, 9e18)}, Open, now.Add(longest), 0},
+		{"window in the year 3000", Saved{State: Open, NextProbe: year3000, Parked: true}, Open, now.Add(longest), 0},
+		{"window in the year 1", Saved{State: Open, NextProbe: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}, HalfOpen, time.Time{}, 0},
+		{"closed at level 1<<40", Saved{State: Closed, Level: 1 << 40}, Closed, time.Time{}, p.MaxLevel()},
+		{"closed at level -7", Saved{State: Closed, Level: -7, Trips: 3}, Closed, time.Time{}, 0},
+		{"open at level 1<<40", Saved{State: Open, NextProbe: now.Add(time.Minute), Level: 1 << 40}, Open, now.Add(time.Minute), p.MaxLevel()},
+		{"half-open", Saved{State: HalfOpen, NextProbe: year3000}, HalfOpen, time.Time{}, 0},
+	} {
+		b := p.NewBreaker(nil)
+		b.Restore(now, tt.in)
+		s := b.Snapshot(now)
+		if s.State != tt.wantState || !s.NextProbe.Equal(tt.wantProbe) || s.Level != tt.wantLevel {
+			t.Errorf("%d %s: Restore then Snapshot = %v, next probe %v, level %d; want %v, %v, %d",
+				i, tt.name, s.State, s.NextProbe, s.Level, tt.wantState, tt.wantProbe, tt.wantLevel)
+		}
+	}
+	b := p.NewBreaker(nil)
+	if b.Restore(now, Saved{State: State(99), NextProbe: year3000}) {
+		t.Errorf("Restore(State 99) = true, want false: not a state")
+	}
+	// A member whose clock runs a day ahead does not win every later comparison.
+	b.Restore(now, Saved{State: Open, NextProbe: now.Add(time.Minute), Changed: now.Add(24 * time.Hour)})
+	if !b.Restore(at(1), Saved{State: Closed, Changed: at(1)}) {
+		t.Errorf("a later local state lost to one stamped a day ahead")
+	}
+	long := Saved{State: Open, NextProbe: now.Add(time.Minute), LastFailure: strings.Repeat("x", 1<<20)}
+	c := p.NewBreaker(nil)
+	c.Restore(now, long)
+	if n := len(c.Snapshot(now).LastFailure); n > 128 {
+		t.Errorf("LastFailure kept %d bytes, want at most 128", n)
+	}
 }
