@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -48,8 +49,10 @@ var ErrProxyFuncSet = errors.New("collyext: Collector.SetProxy or SetProxyFunc w
 type Settings struct {
 	// Retries is how many times RetryOnError re-queues one request. Default 4; negative: never.
 	Retries int
-	// MinDelay is the exponential backoff's base: the n-th re-queue of a request waits a random
-	// time in [d/2, d], d = MinDelay·2^(n-1), capped at MaxDelay — or longer when the failure calls
+	// MinDelay is the backoff's base. A re-queue that moves on to a fresh exit (the exit that failed
+	// is avoided, another is ready: retry.Decision.MovesOn) waits a random time in
+	// [MinDelay/2, MinDelay] however many came before it; otherwise the n-th re-queue of a request
+	// waits in [d/2, d], d = MinDelay·2^(n-1), capped at MaxDelay — or longer when the failure calls
 	// for it (the soonest probe, the origin guard's next probe). Default 100 ms.
 	MinDelay time.Duration
 	// MaxDelay is the longest a request waits before a re-queue. A failure after which nothing will
@@ -73,6 +76,9 @@ type Settings struct {
 	// Rand returns a uniform float64 in [0, 1) for jitter; it must be safe for concurrent use.
 	// Default math/rand/v2.Float64.
 	Rand func() float64
+	// Logger, when set, logs each re-queue at Debug and each request given up at Warn (exits by
+	// label, never credentials). Default: no logging.
+	Logger *slog.Logger
 }
 
 func (s *Settings) validate() error {

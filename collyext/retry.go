@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/gocolly/colly/v2"
@@ -80,6 +81,16 @@ func (e *Extension) RetryOnError(giveUp colly.ErrorCallback) colly.ErrorCallback
 // requeue re-queues resp's request if it should, and returns nil; otherwise it returns the error
 // to give up with.
 func (e *Extension) requeue(resp *colly.Response, err error) error {
+	final := e.requeueOrGiveUp(resp, err)
+	if l := e.s.Logger; l != nil && final != nil {
+		l.LogAttrs(context.Background(), slog.LevelWarn, "collyext: request given up",
+			slog.String("method", resp.Request.Method), slog.String("url", resp.Request.URL.String()),
+			slog.String("error", final.Error()))
+	}
+	return final
+}
+
+func (e *Extension) requeueOrGiveUp(resp *colly.Response, err error) error {
 	id := resp.Request.Headers.Get(RequestHeader)
 	r := e.lookup(id)
 	d, failure := e.decide(resp, err, r)
@@ -105,7 +116,13 @@ func (e *Extension) requeue(resp *colly.Response, err error) error {
 		e.forget(id)
 		return gu
 	}
-	delay := max(wait, retry.Exponential(e.s.MinDelay, e.s.MaxDelay, requeued, e.s.Rand()))
+	delay := max(wait, retry.Delay(d, e.s.MinDelay, e.s.MaxDelay, requeued, e.s.Rand()))
+	if l := e.s.Logger; l != nil {
+		l.LogAttrs(context.Background(), slog.LevelDebug, "collyext: re-queue",
+			slog.String("url", resp.Request.URL.String()), slog.String("exit", d.Exit),
+			slog.String("class", string(d.Verdict.Class)), slog.Int("requeued", requeued+1),
+			slog.Duration("delay", delay), slog.Bool("fresh_exit", d.MovesOn()))
+	}
 	e.mu.Lock()
 	r.requeued++
 	trips := r.roundTrips

@@ -127,6 +127,25 @@ func statusVerdict(resp *http.Response) pool.Verdict {
 	return pool.Verdict{Outcome: pool.Success}
 }
 
+// MovesOn reports whether the retry this decision calls for goes out through a fresh exit: an
+// attempt went out and failed at its exit or its (exit, origin) pair, and an exit was ready to take
+// the retry (no wait). Such retries need no growing backoff — the exit that failed is avoided
+// (transport.ContextWithRetries), so the next attempt hammers nothing that failed — only a short,
+// jittered pause (Delay). Refusals and failures the origin is blamed for do grow.
+func (d Decision) MovesOn() bool {
+	return d.Retry && d.Exit != "" && d.Wait == 0 && d.Verdict.Scope != pool.ScopeOrigin
+}
+
+// Delay is the backoff before retry number attempt (0 for the first) of a request that d decided
+// to retry: the first step of Exponential when the retry moves on to a fresh exit (MovesOn), else
+// Exponential(min, max, attempt, u). A wait d itself calls for (d.Wait) is the caller's to add.
+func Delay(d Decision, min, max time.Duration, attempt int, u float64) time.Duration {
+	if d.MovesOn() {
+		attempt = 0
+	}
+	return Exponential(min, max, attempt, u)
+}
+
 // Exponential returns the exponential backoff with jitter before retry number attempt (0 for the
 // first retry): d = min·2^attempt, capped at max, then a uniform draw in [d/2, d] taken from u, a
 // number in [0, 1). Half the delay is certain, so waits still grow; the other half spreads

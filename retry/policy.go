@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
@@ -37,6 +38,9 @@ type Settings struct {
 	// Rand returns a uniform float64 in [0, 1) for backoff jitter; it must be safe for concurrent
 	// use. Default math/rand/v2.Float64.
 	Rand func() float64
+	// Logger, when set, logs each retry CheckRetry allows at Debug and each give-up at Warn (exits
+	// by label, never credentials). Default: no logging.
+	Logger *slog.Logger
 }
 
 // Policy holds go-retryablehttp hooks that understand the transport: CheckRetry decides, Backoff
@@ -121,7 +125,16 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 		if r != nil {
 			fs = r.Failures()
 		}
-		return false, &GiveUpError{Origin: d.Origin, Wait: wait, MaxWait: limit, Failures: fs, Err: failure}
+		gu := &GiveUpError{Origin: d.Origin, Wait: wait, MaxWait: limit, Failures: fs, Err: failure}
+		if l := p.s.Logger; l != nil {
+			l.LogAttrs(ctx, slog.LevelWarn, "retry: giving up", slog.String("origin", d.Origin), slog.String("error", gu.Error()))
+		}
+		return false, gu
+	}
+	if l := p.s.Logger; l != nil {
+		l.LogAttrs(ctx, slog.LevelDebug, "retry: retrying", slog.String("origin", d.Origin),
+			slog.String("exit", d.Exit), slog.String("class", string(d.Verdict.Class)),
+			slog.Duration("wait", wait), slog.Bool("fresh_exit", d.MovesOn()))
 	}
 	if wait > 0 {
 		if r != nil {
@@ -138,9 +151,11 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 	return true, nil
 }
 
-// Backoff has the shape of retryablehttp.Backoff: Exponential(min, max, attemptNum) with jitter,
-// never more than max (nor Settings.MaxWait). It remembers max as the client's RetryWaitMax. It
-// does not look at the response: the waits a failure calls for — the soonest probe after a
+// Backoff has the shape of retryablehttp.Backoff: Delay's backoff with jitter, never more than
+// max (nor Settings.MaxWait). It grows with attemptNum only for failures the origin is blamed for;
+// a retry that moves on to a fresh exit (a failed response the transport judged the exit's, or a
+// transport error: the exit that failed is avoided) gets the first step every time. It remembers
+// max as the client's RetryWaitMax. The waits a failure calls for — the soonest probe after a
 // refusal, which the client never shows Backoff since it is an error, and a Retry-After under
 // Settings.WaitRetryAfter — are noted by CheckRetry and kept by PrepareRetry, in one place.
 func (p *Policy) Backoff(min, max time.Duration, attemptNum int, resp *http.Response) time.Duration {
@@ -149,6 +164,13 @@ func (p *Policy) Backoff(min, max time.Duration, attemptNum int, resp *http.Resp
 	}
 	if p.s.MaxWait > 0 && (max <= 0 || p.s.MaxWait < max) {
 		max = p.s.MaxWait
+	}
+	if resp == nil {
+		// An error: an attempt the exit failed (the retry avoids it) or a refusal (its wait is in
+		// the request's Retries, for PrepareRetry). Neither calls for a growing backoff.
+		attemptNum = 0
+	} else if v, ok := transport.VerdictFromResponse(resp); ok && v.Scope != pool.ScopeOrigin && v.Outcome != pool.Success {
+		attemptNum = 0 // the exit's failure: the retry moves on to a fresh exit
 	}
 	return Exponential(min, max, attemptNum, p.s.Rand())
 }

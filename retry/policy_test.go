@@ -290,6 +290,7 @@ func TestGiveUpErrorKeepsLastFailures(t *testing.T) {
 func TestBackoff(t *testing.T) {
 	one := func() float64 { return 1 }
 	ra7 := foreign(429, http.Header{"Retry-After": {"7"}})
+	origin502 := foreign(502, nil) // not judged by a transport: the origin is blamed, waits grow
 	tests := []struct {
 		s        retry.Settings
 		min, max time.Duration
@@ -298,13 +299,16 @@ func TestBackoff(t *testing.T) {
 		want     time.Duration
 	}{
 		{retry.Settings{Rand: one}, 10 * time.Millisecond, time.Minute, 0, nil, 10 * time.Millisecond},
-		{retry.Settings{Rand: one}, 10 * time.Millisecond, time.Minute, 2, nil, 40 * time.Millisecond},
-		{retry.Settings{Rand: func() float64 { return 0 }}, 10 * time.Millisecond, time.Minute, 2, nil, 20 * time.Millisecond},
+		{retry.Settings{Rand: one}, 10 * time.Millisecond, time.Minute, 2, origin502, 40 * time.Millisecond},
+		{retry.Settings{Rand: func() float64 { return 0 }}, 10 * time.Millisecond, time.Minute, 2, origin502, 20 * time.Millisecond},
+		// An error (the exit failed, or a refusal whose wait PrepareRetry keeps): the retry moves on
+		// to a fresh exit, and the wait does not grow.
+		{retry.Settings{Rand: one}, 10 * time.Millisecond, time.Minute, 5, nil, 10 * time.Millisecond},
 		// Retry-After is PrepareRetry's to keep, even with WaitRetryAfter.
 		{retry.Settings{Rand: one}, 10 * time.Millisecond, time.Minute, 0, ra7, 10 * time.Millisecond},
 		{retry.Settings{Rand: one, WaitRetryAfter: true}, 10 * time.Millisecond, time.Minute, 0, ra7, 10 * time.Millisecond},
-		{retry.Settings{Rand: one, MaxWait: 3 * time.Second}, time.Second, time.Minute, 5, nil, 3 * time.Second},
-		{retry.Settings{Rand: one}, time.Second, 2 * time.Second, 5, nil, 2 * time.Second},
+		{retry.Settings{Rand: one, MaxWait: 3 * time.Second}, time.Second, time.Minute, 5, origin502, 3 * time.Second},
+		{retry.Settings{Rand: one}, time.Second, 2 * time.Second, 5, origin502, 2 * time.Second},
 	}
 	for i, tt := range tests {
 		p := newPolicy(t, tt.s)
@@ -329,5 +333,25 @@ func TestCheckRetryWaitRetryAfter(t *testing.T) {
 	clk.Advance(7 * time.Second)
 	if err := <-done; err != nil {
 		t.Errorf("PrepareRetry = %v", err)
+	}
+}
+
+// TestDelayMovesOn: a retry that moves on to a fresh exit waits the first backoff step whatever
+// its number; refusals and origin-blamed failures wait longer each time.
+func TestDelayMovesOn(t *testing.T) {
+	exitFailed := retry.Decision{Retry: true, Exit: "a", Verdict: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout}}
+	refused := retry.Decision{Retry: true, Wait: time.Second, Verdict: pool.Verdict{Class: pool.ClassNotAttempted}}
+	originDown := retry.Decision{Retry: true, Exit: "a", Verdict: pool.Verdict{Outcome: pool.Transient, Scope: pool.ScopeOrigin}}
+	for i, tt := range []struct {
+		d    retry.Decision
+		want time.Duration
+	}{
+		{exitFailed, 10 * time.Millisecond},
+		{refused, 80 * time.Millisecond},
+		{originDown, 80 * time.Millisecond},
+	} {
+		if got := retry.Delay(tt.d, 10*time.Millisecond, time.Minute, 3, 1); got != tt.want {
+			t.Errorf("%d: Delay(%+v, 10ms, 1m, 3) = %v, want %v (MovesOn %v)", i, tt.d, got, tt.want, tt.d.MovesOn())
+		}
 	}
 }
