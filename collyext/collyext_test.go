@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/collyext"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
@@ -47,10 +47,9 @@ func (f *failures) get() ([]error, []*colly.Response) {
 
 // setup starts s's exits, a transport over a pool of them (configured by popts and opts) and a
 // sync collector attached to it, with RetryOnError reporting to the returned failures.
-func setup(t *testing.T, s *site, specs []exitSpec, set collyext.Settings, popts []pool.Option, opts ...transport.Option) (*colly.Collector, *collyext.Extension, *failures) {
+func setup(t *testing.T, s *site, specs []testkit.ExitSpec, set collyext.Settings, popts []pool.Option, opts ...transport.Option) (*colly.Collector, *collyext.Extension, *failures) {
 	t.Helper()
-	exits, _ := startExits(t, s, specs)
-	tr := newTransport(t, s, exits, popts, opts...)
+	tr := testkit.StartWorld(t, s.reg, specs...).Transport(t, s.srv, popts, opts...)
 	c := colly.NewCollector()
 	ext, err := collyext.Attach(c, tr, set)
 	if err != nil {
@@ -106,9 +105,8 @@ func TestSetProxyFuncAfterAttachFails(t *testing.T) {
 	for _, name := range []string{"SetProxyFunc", "SetProxy"} {
 		t.Run(name, func(t *testing.T) {
 			s := newSite(t, 3, false)
-			c, _, f := setup(t, s, []exitSpec{{name: "ok-1"}, {name: "other"}}, collyext.Settings{}, nil)
-			_, proxies := startExits(t, s, []exitSpec{{name: "bypass"}})
-			bypass := proxies["bypass"]
+			c, _, f := setup(t, s, []testkit.ExitSpec{{Name: "ok-1"}, {Name: "other"}}, collyext.Settings{}, nil)
+			bypass := testkit.StartWorld(t, s.reg, testkit.ExitSpec{Name: "bypass"}).Proxies["bypass"]
 			if name == "SetProxy" {
 				if err := c.SetProxy(bypass.URL().String()); err != nil {
 					t.Fatal(err)
@@ -156,8 +154,7 @@ func TestAttachKeepsRequestTimeout(t *testing.T) {
 		}
 		return true
 	}
-	exits, _ := startExits(t, s, []exitSpec{{name: "ok-1"}})
-	tr := newTransport(t, s, exits, nil, transport.WithHeaderTimeout(5*time.Second))
+	tr := testkit.StartWorld(t, s.reg, testkit.ExitSpec{Name: "ok-1"}).Transport(t, s.srv, nil, transport.WithHeaderTimeout(5*time.Second))
 	c := colly.NewCollector()
 	c.SetRequestTimeout(250 * time.Millisecond)
 	ext, err := collyext.Attach(c, tr, collyext.Settings{})
@@ -213,7 +210,7 @@ func TestRetryOnErrorLeavesOriginAnswers(t *testing.T) {
 		}
 		return false
 	}
-	c, ext, f := setup(t, s, []exitSpec{{name: "ok-1"}, {name: "ok-2"}}, collyext.Settings{}, nil)
+	c, ext, f := setup(t, s, []testkit.ExitSpec{{Name: "ok-1"}, {Name: "ok-2"}}, collyext.Settings{}, nil)
 	for _, path := range []string{"/bug", "/missing"} {
 		c.Visit(s.srv.URL + path)
 		if n, _ := hits.Load(path); n.(*atomic.Int32).Load() != 1 {
@@ -248,7 +245,7 @@ func TestRetryOnErrorBudget(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable) // soft: six of them trip a pair
 		return true
 	}
-	c, ext, f := setup(t, s, []exitSpec{{name: "a"}, {name: "b"}}, collyext.Settings{Retries: 2, MinDelay: time.Millisecond}, nil)
+	c, ext, f := setup(t, s, []testkit.ExitSpec{{Name: "a"}, {Name: "b"}}, collyext.Settings{Retries: 2, MinDelay: time.Millisecond}, nil)
 	c.Visit(s.url(0))
 	errs, resp := f.get()
 	var gu *collyext.GiveUpError
@@ -270,26 +267,6 @@ func TestRetryOnErrorBudget(t *testing.T) {
 	}
 	if n := ext.Tracked(); n != 0 {
 		t.Errorf("Tracked() = %d, want 0", n)
-	}
-}
-
-// advance moves clk forward by step whenever a goroutine waits on it, until done is closed.
-func advance(t *testing.T, clk *clock.Fake, step time.Duration, done <-chan struct{}) {
-	t.Helper()
-	for i := 0; ; i++ {
-		select {
-		case <-done:
-			return
-		default:
-		}
-		if i > 50_000_000 {
-			t.Fatal("the crawl neither finished nor waited on the clock")
-		}
-		if clk.Timers() > 0 {
-			clk.Advance(step)
-			continue
-		}
-		runtime.Gosched()
 	}
 }
 
@@ -317,9 +294,9 @@ func TestRetryOnErrorWaitsForSoonestProbe(t *testing.T) {
 		return false
 	}
 	// The extension waits on the pool's clock by default. The transport's header timeout would run
-	// on it too, a timer pending for every attempt in flight, which advance would fire: it is off,
+	// on it too, a timer pending for every attempt in flight, which DriveClock would fire: it is off,
 	// and no exit here hangs.
-	c, ext, f := setup(t, s, []exitSpec{{name: "a"}}, collyext.Settings{MinDelay: 10 * time.Millisecond},
+	c, ext, f := setup(t, s, []testkit.ExitSpec{{Name: "a"}}, collyext.Settings{MinDelay: 10 * time.Millisecond},
 		[]pool.Option{pool.WithClock(clk), pool.WithPairSettings(breaker.Settings{BaseCooldown: time.Second, Jitter: -1})},
 		transport.WithHeaderTimeout(-1))
 	var loaded []string
@@ -329,7 +306,7 @@ func TestRetryOnErrorWaitsForSoonestProbe(t *testing.T) {
 		defer close(done)
 		c.Visit(s.url(0))
 	}()
-	advance(t, clk, step, done)
+	testkit.DriveClock(t, clk, step, done)
 	if errs, _ := f.get(); len(errs) != 0 {
 		t.Fatalf("given up with %v", errs)
 	}
@@ -359,7 +336,7 @@ func TestRetryOnErrorGivesUpBeyondMaxDelay(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 		return true
 	}
-	c, _, f := setup(t, s, []exitSpec{{name: "a"}}, collyext.Settings{MinDelay: time.Millisecond, MaxDelay: time.Minute},
+	c, _, f := setup(t, s, []testkit.ExitSpec{{Name: "a"}}, collyext.Settings{MinDelay: time.Millisecond, MaxDelay: time.Minute},
 		[]pool.Option{pool.WithPairSettings(breaker.Settings{Jitter: -1})})
 	// At once: after one re-queue (which found no exit), not after waiting out the 2 min.
 	c.Visit(s.url(0))
@@ -378,8 +355,7 @@ func TestRetryOnErrorGivesUpBeyondMaxDelay(t *testing.T) {
 // aborted after its headers and re-queued instead.
 func TestParseHTTPErrorResponseAbortsFailures(t *testing.T) {
 	s := newSite(t, 1, false)
-	exits, _ := startExits(t, s, []exitSpec{{name: "capped"}, {name: "ok-1"}})
-	tr := newTransport(t, s, exits, nil)
+	tr := testkit.StartWorld(t, s.reg, testkit.ExitSpec{Name: "capped"}, testkit.ExitSpec{Name: "ok-1"}).Transport(t, s.srv, nil)
 	c := colly.NewCollector(colly.ParseHTTPErrorResponse())
 	ext, err := collyext.Attach(c, tr, collyext.Settings{MinDelay: time.Millisecond})
 	if err != nil {
@@ -408,7 +384,7 @@ func TestParseHTTPErrorResponseAbortsFailures(t *testing.T) {
 // A clone shares the transport; Hook gives it the extension's callbacks.
 func TestHookClone(t *testing.T) {
 	s := newSite(t, 10, false)
-	c, ext, f := setup(t, s, []exitSpec{{name: "ok-1"}, {name: "waf"}}, collyext.Settings{MinDelay: time.Millisecond}, nil)
+	c, ext, f := setup(t, s, []testkit.ExitSpec{{Name: "ok-1"}, {Name: "waf"}}, collyext.Settings{MinDelay: time.Millisecond}, nil)
 	clone := c.Clone()
 	ext.Hook(clone)
 	clone.OnError(ext.RetryOnError(f.giveUp))
@@ -458,10 +434,10 @@ func (o *byRetries) AttemptFinished(ctx context.Context, r transport.AttemptResu
 // request's failed attempts in it.
 func TestRetriesPerLogicalRequest(t *testing.T) {
 	s := newSite(t, 12, false)
-	exits, _ := startExits(t, s, []exitSpec{{name: "ok-1"}, {name: "ok-2"}, {name: "capped"}, {name: "waf"},
-		{name: "auth", user: "bob", wrongPass: true}})
+	w := testkit.StartWorld(t, s.reg, testkit.ExitSpec{Name: "ok-1"}, testkit.ExitSpec{Name: "ok-2"}, testkit.ExitSpec{Name: "capped"},
+		testkit.ExitSpec{Name: "waf"}, testkit.ExitSpec{Name: "auth", User: "bob", WrongPass: true})
 	obs := &byRetries{exits: map[*pool.Retries][]string{}, failed: map[*pool.Retries][]string{}}
-	tr := newTransport(t, s, exits, nil, transport.WithObserver(obs))
+	tr := w.Transport(t, s.srv, nil, transport.WithObserver(obs))
 	c := colly.NewCollector()
 	ext, err := collyext.Attach(c, tr, collyext.Settings{MinDelay: time.Millisecond})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/collyext"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -48,9 +49,9 @@ func TestCrawl(t *testing.T) {
 
 func crawl(t *testing.T, async, tlsOrigin bool) {
 	s := newSite(t, crawlPages, tlsOrigin)
-	exits, proxies := startExits(t, s, crawlExits)
+	w := testkit.StartWorld(t, s.reg, crawlExits...)
 	rec := &recorder{}
-	tr := newTransport(t, s, exits, nil, transport.WithHeaderTimeout(500*time.Millisecond), transport.WithObserver(rec))
+	tr := w.Transport(t, s.srv, nil, transport.WithHeaderTimeout(500*time.Millisecond), transport.WithObserver(rec))
 
 	c := colly.NewCollector(colly.Async(async))
 	if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: crawlParallelism}); err != nil {
@@ -154,7 +155,7 @@ func crawl(t *testing.T, async, tlsOrigin bool) {
 	}
 
 	// No request goes through a parked exit after it was parked.
-	checkParked(t, events, async, tr.Pool().Snapshot(), proxies)
+	checkParked(t, events, async, tr.Pool().Snapshot(), w.Proxies)
 }
 
 // checkParked checks, from the transport's events, that no attempt went through an exit after

@@ -2,8 +2,6 @@ package collyext_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -161,91 +160,16 @@ func (s *site) fail(via string) {
 	s.mu.Unlock()
 }
 
-// exitSpec is one proxy and the exit that dials it, named alike.
-type exitSpec struct {
-	name      string
-	user      string // the proxy demands user:right
-	wrongPass bool   // the exit dials with a wrong password: 407
-	dead      bool   // nothing listens where the exit points: refused
-	hang      bool   // the proxy accepts and never answers
-}
-
 // crawlExits are the exits of the crawl tests: three healthy ones and one failing in each way the
 // core classifies (the site adds the origin's judgements of capped, waf and cut).
-var crawlExits = []exitSpec{
-	{name: "ok-1"}, {name: "ok-2"}, {name: "ok-3"},
-	{name: "auth", user: "bob", wrongPass: true},
-	{name: "dead", dead: true},
-	{name: "hang", hang: true},
-	{name: "capped"},
-	{name: "waf"},
-	{name: "cut"},
-}
-
-// startExits starts a proxy per spec (none for dead exits) registered with s, and returns the
-// exits, in spec order, and the proxies by name. Dead exits get their closed addresses last, so
-// that no proxy started here is handed the same port.
-func startExits(t *testing.T, s *site, specs []exitSpec) ([]*pool.Exit, map[string]*proxytest.Proxy) {
-	t.Helper()
-	proxies := map[string]*proxytest.Proxy{}
-	urls := make([]*url.URL, len(specs))
-	for i, sp := range specs {
-		if sp.dead {
-			continue
-		}
-		cfg := proxytest.Config{Name: sp.name, Registry: s.reg, Hang: sp.hang}
-		if sp.user != "" {
-			cfg.User, cfg.Pass = sp.user, "right"
-		}
-		p, err := proxytest.Start(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		proxies[sp.name] = p
-		urls[i] = p.URL()
-		if sp.wrongPass {
-			urls[i] = p.URLWithCredentials(sp.user, "wrong")
-		}
-	}
-	exits := make([]*pool.Exit, len(specs))
-	for i, sp := range specs {
-		if sp.dead {
-			addr, err := proxytest.ClosedAddr()
-			if err != nil {
-				t.Fatal(err)
-			}
-			urls[i] = &url.URL{Scheme: "http", Host: addr}
-		}
-		e, err := pool.NewExit(urls[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		exits[i] = e.WithLabel(sp.name)
-	}
-	return exits, proxies
-}
-
-// newTransport returns a Transport over a new pool of exits, configured by popts, trusting s's
-// certificate, closed when the test ends.
-func newTransport(t *testing.T, s *site, exits []*pool.Exit, popts []pool.Option, opts ...transport.Option) *transport.Transport {
-	t.Helper()
-	tmpl := transport.DefaultBaseTemplate()
-	if s.srv.TLS != nil {
-		roots := x509.NewCertPool()
-		roots.AddCert(s.srv.Certificate())
-		tmpl.TLSClientConfig = &tls.Config{RootCAs: roots}
-	}
-	p, err := pool.New(append([]pool.Option{pool.WithExits(exits...)}, popts...)...)
-	if err != nil {
-		t.Fatalf("pool.New = %v", err)
-	}
-	tr, err := transport.New(p, append([]transport.Option{transport.WithBaseTemplate(tmpl)}, opts...)...)
-	if err != nil {
-		t.Fatalf("transport.New = %v", err)
-	}
-	t.Cleanup(func() { tr.Close() })
-	return tr
+var crawlExits = []testkit.ExitSpec{
+	{Name: "ok-1"}, {Name: "ok-2"}, {Name: "ok-3"},
+	{Name: "auth", User: "bob", WrongPass: true},
+	{Name: "dead", Dead: true},
+	{Name: "hang", Hang: true},
+	{Name: "capped"},
+	{Name: "waf"},
+	{Name: "cut"},
 }
 
 // event is one transport event, in the order the recorder saw them.

@@ -11,17 +11,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
-
-// cannedBase answers every request 200 with an empty body, at once.
-type cannedBase struct{}
-
-func (cannedBase) RoundTrip(req *http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req, ContentLength: 0}, nil
-}
 
 // observers are the configurations benchmarked: none at all, the OTel no-op providers, and the
 // SDK sampling and recording every span (no exporter: the export pipeline is the SDK's cost, not
@@ -68,7 +62,7 @@ func BenchmarkObserver(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				opts := []transport.Option{transport.WithBase(cannedBase{}), transport.WithHeaderTimeout(-1)}
+				opts := []transport.Option{transport.WithBase(testkit.NewCanned(testkit.CannedReply{})), transport.WithHeaderTimeout(-1)}
 				if obs != nil {
 					opts = append(opts, transport.WithObserver(obs))
 				}

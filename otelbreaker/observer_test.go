@@ -24,6 +24,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
@@ -135,8 +136,8 @@ func TestOneCallPlugsIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	base := &script{clock: clk, rules: map[[2]string]reply{}}
-	base.on("bravo", "*", reply{Status: http.StatusProxyAuthRequired})
+	base := &testkit.Scripted{Clock: clk}
+	base.On("bravo", "*", testkit.Reply{Status: http.StatusProxyAuthRequired})
 	tr, err := transport.New(p, transport.WithBase(base), transport.WithObserver(obs), transport.WithHeaderTimeout(-1))
 	if err != nil {
 		t.Fatal(err)
@@ -314,7 +315,7 @@ func TestInstrumentErrorsGoToHandle(t *testing.T) {
 	if n != 10 {
 		t.Errorf("otel.Handle got %d errors, want 10 (one per instrument)", n)
 	}
-	tr := newTransport(t, benchExits(), transport.WithBase(&script{rules: map[[2]string]reply{}}), transport.WithObserver(obs))
+	tr := newTransport(t, benchExits(), transport.WithBase(&testkit.Scripted{}), transport.WithObserver(obs))
 	resp, err := tr.RoundTrip(mustRequest(t, shop))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -354,7 +355,7 @@ func TestGlobalNoopProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := newTransport(t, benchExits(), transport.WithBase(&script{rules: map[[2]string]reply{}}), transport.WithObserver(obs))
+	tr := newTransport(t, benchExits(), transport.WithBase(&testkit.Scripted{}), transport.WithObserver(obs))
 	resp, err := tr.RoundTrip(mustRequest(t, shop))
 	if err != nil {
 		t.Fatal(err)
@@ -375,14 +376,10 @@ func TestConcurrentAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := &script{rules: map[[2]string]reply{}}
-	base.on("*", "down.example", reply{Err: timeoutErr})
-	base.on("*", "busy.example", reply{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"1"}}})
-	exits := make([]*pool.Exit, 8)
-	for i := range exits {
-		exits[i] = pool.MustParseExit(fmt.Sprintf("http://u:pw%d@10.0.1.%d:3128", i, i+1)).WithLabel(fmt.Sprintf("e%d", i))
-	}
-	tr := newTransport(t, exits, transport.WithBase(base), transport.WithObserver(obs), transport.WithHeaderTimeout(-1))
+	base := &testkit.Scripted{}
+	base.On("*", "down.example", testkit.Reply{Err: testkit.ErrTimeout})
+	base.On("*", "busy.example", testkit.Reply{Status: http.StatusTooManyRequests, Header: testkit.RetryAfter(1)})
+	tr := newTransport(t, testkit.Exits("e", 8), transport.WithBase(base), transport.WithObserver(obs), transport.WithHeaderTimeout(-1))
 
 	const workers, perWorker = 16, 200
 	origins := []string{shop, down, "https://busy.example/", "https://a.example/", "https://b.example/"}

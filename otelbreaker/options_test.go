@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
 )
 
@@ -31,7 +32,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 // t0+at+2.5s.
 func (b *bench) tripDown(at time.Duration) {
 	b.t.Helper()
-	b.base.on("alpha", "down.example", reply{Err: timeoutErr, Took: 500 * time.Millisecond})
+	b.base.On("alpha", "down.example", testkit.Reply{Err: testkit.ErrTimeout, Took: 500 * time.Millisecond})
 	for i := range 3 {
 		if r := b.get(at+time.Duration(i)*time.Second, down); r.exit != "alpha" {
 			b.t.Fatalf("timeout %d carried by %q, want alpha", i, r.exit)
@@ -87,7 +88,7 @@ func TestWithOriginLabelBuckets(t *testing.T) {
 		return "other"
 	}
 	b := newBench(t, otelbreaker.WithOriginLabel(bucket))
-	b.base.on("alpha", "api.example", reply{Err: timeoutErr, Took: 500 * time.Millisecond})
+	b.base.On("alpha", "api.example", testkit.Reply{Err: testkit.ErrTimeout, Took: 500 * time.Millisecond})
 	// alpha×api: one failure, a CLOSED breaker; alpha×down: OPEN. Both are "flaky".
 	b.get(0, "https://api.example/")
 	b.tripDown(time.Second)

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/statuspage"
@@ -59,10 +60,10 @@ func TestNoCredentialsExported(t *testing.T) {
 	defer unplug()
 
 	for _, e := range exits {
-		b.base.on(e.Label(), "down.example", reply{Err: &leakyErr{e.ProxyURL().String()}, Took: 100 * time.Millisecond})
+		b.base.On(e.Label(), "down.example", testkit.Reply{Err: &leakyErr{e.ProxyURL().String()}, Took: 100 * time.Millisecond})
 	}
-	b.base.on("*", "auth.example", reply{Status: http.StatusProxyAuthRequired})
-	b.base.on("*", "busy.example", reply{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"5"}}})
+	b.base.On("*", "auth.example", testkit.Reply{Status: http.StatusProxyAuthRequired})
+	b.base.On("*", "busy.example", testkit.Reply{Status: http.StatusTooManyRequests, Header: testkit.RetryAfter(5)})
 	at := time.Duration(0)
 	next := func() time.Duration { at += 100 * time.Millisecond; return at }
 	for range 4 {

@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
@@ -123,8 +124,8 @@ type step struct {
 func TestScenario(t *testing.T) {
 	b := newBench(t)
 	alpha, bravo, charlie := "alpha", "bravo", "charlie"
-	b.base.on("*", "shop.example", reply{Took: 1500 * time.Millisecond})
-	b.base.on("*", "down.example", reply{Err: timeoutErr, Took: 500 * time.Millisecond})
+	b.base.On("*", "shop.example", testkit.Reply{Took: 1500 * time.Millisecond})
+	b.base.On("*", "down.example", testkit.Reply{Err: testkit.ErrTimeout, Took: 500 * time.Millisecond})
 
 	// The origin guard's OPEN window has jitter no setting turns off: its instants are read
 	// back from the pool when known.
@@ -196,13 +197,13 @@ func TestScenario(t *testing.T) {
 	for i, s := range steps {
 		switch s.name[:3] {
 		case "s9 ":
-			b.base.on(alpha, "shop.example", reply{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"30"}}, Took: s.took})
+			b.base.On(alpha, "shop.example", testkit.Reply{Status: http.StatusTooManyRequests, Header: testkit.RetryAfter(30), Took: s.took})
 		case "s10":
-			b.base.on(bravo, "shop.example", reply{Status: http.StatusProxyAuthRequired, Took: s.took})
+			b.base.On(bravo, "shop.example", testkit.Reply{Status: http.StatusProxyAuthRequired, Took: s.took})
 		case "s11":
-			b.base.on(charlie, "shop.example", reply{Status: http.StatusProxyAuthRequired, Took: s.took})
+			b.base.On(charlie, "shop.example", testkit.Reply{Status: http.StatusProxyAuthRequired, Took: s.took})
 		case "s13":
-			b.base.on(alpha, "shop.example", reply{Took: s.took})
+			b.base.On(alpha, "shop.example", testkit.Reply{Took: s.took})
 		}
 		r := b.get(s.at, s.url)
 		if r.exit != s.exit {

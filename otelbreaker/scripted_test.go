@@ -3,13 +3,8 @@ package otelbreaker_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,88 +16,24 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
-// This file holds the test bench: a transport over a scripted base RoundTripper (no network) on a
-// fake clock, observed by an otelbreaker.Observer wired to the real OTel SDK.
+// This file holds the test bench: a transport over testkit.Scripted (no network; a reply's Took
+// advances the fake clock) on a fake clock, observed by an otelbreaker.Observer wired to the real
+// OTel SDK.
 
 // t0 is the instant the fake clock starts at; steps are scheduled as offsets from it.
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// reply is what the scripted base answers one request with.
-type reply struct {
-	Status int // 0 means 200, unless Err is set
-	Header http.Header
-	Err    error
-	// Took advances the fake clock before the base answers: the attempt's latency.
-	Took time.Duration
-}
-
-// timeoutErr is shaped like the error net/http returns when a read times out.
-var timeoutErr = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
-
-// script is a base http.RoundTripper answering by (exit label, request host). It behaves like
-// net/http where the transport's contract is concerned: it answers through the exit in the
-// request's context only, sets resp.Request and never returns a nil Body.
-type script struct {
-	clock *clock.Fake
-	mu    sync.Mutex
-	rules map[[2]string]reply // {exit label, host}; "*" matches any
-	calls []string            // "exit→host"
-}
-
-func (s *script) on(exit, host string, r reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rules[[2]string{exit, host}] = r
-}
-
-func (s *script) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
-	e, ok := transport.ExitFromContext(req.Context())
-	if !ok {
-		return nil, errors.New("script: request carries no exit: it would go direct")
-	}
-	s.mu.Lock()
-	s.calls = append(s.calls, e.Label()+"→"+req.URL.Host)
-	r, found := reply{}, false
-	for _, k := range [][2]string{{e.Label(), req.URL.Host}, {e.Label(), "*"}, {"*", req.URL.Host}, {"*", "*"}} {
-		if r, found = s.rules[k]; found {
-			break
-		}
-	}
-	s.mu.Unlock()
-	if r.Took > 0 {
-		s.clock.Advance(r.Took)
-	}
-	if r.Err != nil {
-		return nil, r.Err
-	}
-	status := r.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	h := http.Header{}
-	for k, v := range r.Header {
-		h[k] = append([]string(nil), v...)
-	}
-	return &http.Response{
-		Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), StatusCode: status,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
-		Body: io.NopCloser(strings.NewReader("ok")), ContentLength: 2, Request: req,
-	}, nil
-}
 
 // bench is a transport with three exits on a fake clock, observed through the real SDK.
 type bench struct {
 	t      *testing.T
 	clock  *clock.Fake
-	base   *script
+	base   *testkit.Scripted
 	tr     *transport.Transport
 	obs    *otelbreaker.Observer
 	spans  *tracetest.SpanRecorder
@@ -147,7 +78,7 @@ func newBenchWith(t *testing.T, exits []*pool.Exit, obsOpts ...otelbreaker.Optio
 func newBenchFull(t *testing.T, exits []*pool.Exit, poolOpts []pool.Option, obsOpts ...otelbreaker.Option) *bench {
 	t.Helper()
 	b := &bench{t: t, clock: clock.NewFake(t0), spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
-	b.base = &script{clock: b.clock, rules: map[[2]string]reply{}}
+	b.base = &testkit.Scripted{Clock: b.clock}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b.spans), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(b.reader))
 	t.Cleanup(func() {

@@ -234,48 +234,6 @@ func checkProxyURL(u *url.URL, raw string) error {
 	return nil
 }
 
-// RedactRaw returns s with anything that may be a password replaced by "xxxxx". It copes with
-// strings that do not parse, which is exactly when an error message needs it.
-func RedactRaw(s string) string {
-	if host, port, user, ok := colonForm(s); ok {
-		return host + ":" + port + ":" + user + ":xxxxx"
-	}
-	j, scheme := hasScheme(s)
-	if i := strings.LastIndex(s, "@"); i >= 0 {
-		start := 0
-		if scheme && j < i {
-			start = j + 3
-		}
-		user, _, hasPass := strings.Cut(s[start:i], ":")
-		if !hasPass {
-			return s
-		}
-		return s[:start] + user + ":xxxxx" + s[i:]
-	}
-	if scheme {
-		return s
-	}
-	// host:port:user:pass, possibly with an IPv6 literal in brackets.
-	hostEnd := 0
-	if strings.HasPrefix(s, "[") {
-		if e := strings.Index(s, "]"); e >= 0 {
-			hostEnd = e + 1
-		}
-	}
-	parts := strings.SplitN(s[hostEnd:], ":", 4)
-	if hostEnd > 0 {
-		parts = strings.SplitN(strings.TrimPrefix(s[hostEnd:], ":"), ":", 3)
-		if len(parts) == 3 {
-			return s[:hostEnd] + ":" + parts[0] + ":" + parts[1] + ":xxxxx"
-		}
-		return s
-	}
-	if len(parts) == 4 {
-		return parts[0] + ":" + parts[1] + ":" + parts[2] + ":xxxxx"
-	}
-	return s
-}
-
 // Label names the exit in logs, metrics, snapshots and errors: the redacted URL
 // (http://user:xxxxx@host:port) unless WithLabel chose another.
 func (e *Exit) Label() string { return e.label }

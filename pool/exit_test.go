@@ -2,6 +2,7 @@ package pool
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -357,13 +358,27 @@ func TestRedactRaw(t *testing.T) {
 		{"user:s3cr3t-PW@proxy.example:abc", "user:xxxxx@proxy.example:abc"},
 		{"proxy.example:8080:user:s3cr3t-PW", "proxy.example:8080:user:xxxxx"},
 		{"proxy.example:abc:user:s3cr3t-PW", "proxy.example:abc:user:xxxxx"},
-		{"proxy.example:8080:user:s3:cr@t#PW", "proxy.example:8080:user:xxxxx"},
+		// An '@' in a host:port:user:pass also reads as user:pass@host: both readings are hidden.
+		{"proxy.example:8080:user:s3:cr@t#PW", "proxy.example:xxxxx"},
 		{"proxy.example:8080:user:a://s3cr3t-PW", "proxy.example:8080:user:xxxxx"},
 		{"proxy.example:abc:user:a://s3cr3t-PW", "proxy.example:abc:user:xxxxx"},
-		{"proxy.example:8080:me@mail.example:s3cr3t-PW", "proxy.example:8080:me@mail.example:xxxxx"},
+		{"proxy.example:8080:me@mail.example:s3cr3t-PW", "proxy.example:xxxxx@mail.example:xxxxx"},
 		{"[::1]:8080:user:s3cr3t-PW", "[::1]:8080:user:xxxxx"},
 		{"[::1]:abc:user:s3cr3t-PW", "[::1]:abc:user:xxxxx"},
-		{"[::1]:8080:user:s3cr3t@PW", "[::1]:8080:user:xxxxx"},
+		{"[::1]:8080:user:s3cr3t@PW", "[::1]:xxxxx"},
+		// A lone proxy's password may hold spaces.
+		{"proxy.example:8080:user:s3cr3t PW", "proxy.example:8080:user:xxxxx"},
+		{"proxy.example:abc:user:s3cr3t PW", "proxy.example:abc:user:xxxxx"},
+		{"http://user:s3cr3t PW@proxy.example", "http://user:xxxxx@proxy.example"},
+		{"http://user:s3 cr3t PW@proxy.example", "http://user:xxxxx@proxy.example"},
+		// Regression: the provider format after a scheme was shown whole (ParseExit: "malformed URL").
+		{"http://proxy.example:8080:user:s3cr3t-PW", "http://proxy.example:8080:user:xxxxx"},
+		{"socks5h://[::1]:1080:user:s3cr3t-PW", "socks5h://[::1]:1080:user:xxxxx"},
+		{"http://proxy.example:abc:user:s3cr3t-PW", "http://proxy.example:abc:user:xxxxx"},
+		// Text without credentials is left alone.
+		{"dial tcp [::1]:8080: connect: connection refused", "dial tcp [::1]:8080: connect: connection refused"},
+		{"pool: proxy list: line 4: bad port \"0\"", "pool: proxy list: line 4: bad port \"0\""},
+		{"write to me@mail.example: quota", "write to me@mail.example: quota"},
 	}
 	for i, tt := range tests {
 		got := RedactRaw(tt.in)
@@ -371,6 +386,46 @@ func TestRedactRaw(t *testing.T) {
 			t.Errorf("%d: RedactRaw(%q) = %q, want %q", i, tt.in, got, tt.want)
 		}
 		exitNoSecret(t, fmt.Sprintf("%d: RedactRaw(%q)", i, tt.in), got)
+	}
+}
+
+// Regression: RedactRaw hid one password of a string that named several proxies and showed the
+// others.
+func TestRedactRawSeveralProxies(t *testing.T) {
+	tests := []struct{ in, want string }{
+		// Two proxies.
+		{"http://u1:s3cr3t-PW1@a.example:80 b.example:81:u2:s3cr3t-PW2",
+			"http://u1:xxxxx@a.example:80 b.example:81:u2:xxxxx"},
+		{"http://u1:s3cr3t-PW1@a.example:80, http://u2:s3cr3t-PW2@b.example:81",
+			"http://u1:xxxxx@a.example:80, http://u2:xxxxx@b.example:81"},
+		{"u1:s3cr3t-PW1@a.example:80 u2:s3cr3t-PW2@b.example:81",
+			"u1:xxxxx@a.example:80 u2:xxxxx@b.example:81"},
+		{"a.example:80:u1:s3cr3t-PW1\nb.example:81:u2:s3cr3t-PW2",
+			"a.example:80:u1:xxxxx\nb.example:81:u2:xxxxx"},
+		{"socks5://u1:s3cr3t-PW1@a.example,socks5h://u2:s3cr3t-PW2@b.example", // no space: one word
+			"socks5://u1:xxxxx@b.example"},
+		{"a.example:80:u1:s3cr3t-PW1,http://u2:s3cr3t-PW2@b.example:81", "a.example:xxxxx"}, // reads both ways
+		{"a.example:80:u1:s3cr3t PW1\r\nb.example:abc:u2:s3cr3t PW2", "a.example:80:u1:xxxxx\r\nb.example:abc:u2:xxxxx"},
+		// Three, in every form, as a flag value and as the errors that quote them.
+		{"-exits http://u1:s3cr3t-PW1@a.example:80 u2:s3cr3t%40PW2@b.example:81 [::1]:82:u3:s3:cr@t#PW3",
+			"-exits http://u1:xxxxx@a.example:80 u2:xxxxx@b.example:81 [::1]:xxxxx"},
+		{`pool: Remove: no exit labelled "http://u1:s3cr3t-PW1@a.example:80"; no exit labelled "b.example:81:u2:s3cr3t-PW2"; no exit labelled "u3:s3cr3t-PW3@c.example"`,
+			`pool: Remove: no exit labelled "http://u1:xxxxx@a.example:80"; no exit labelled "b.example:81:u2:xxxxx no exit labelled "u3:xxxxx@c.example"`},
+		{`parse "http://u1:s3cr3t-PW1@a.example:abc": invalid port ":abc" after host; proxyconnect tcp b.example:81:u2:s3cr3t-PW2: refused; Get "https://u3:s3cr3t-PW3@c.example/"`,
+			`parse "http://u1:xxxxx@a.example:abc": invalid port ":abc" after host; proxyconnect tcp b.example:81:u2:xxxxx refused; Get "https://u3:xxxxx@c.example/"`},
+	}
+	for i, tt := range tests {
+		got := RedactRaw(tt.in)
+		if got != tt.want {
+			t.Errorf("%d: RedactRaw(%q) = %q, want %q", i, tt.in, got, tt.want)
+		}
+		if strings.Contains(got, "s3cr3t") || strings.Contains(got, "PW") {
+			t.Errorf("%d: RedactRaw(%q) = %q: shows a password", i, tt.in, got)
+		}
+		err := fmt.Errorf("pool: %w", errors.New(tt.in))
+		if got := RedactRaw(err.Error()); strings.Contains(got, "s3cr3t") {
+			t.Errorf("%d: RedactRaw(wrapped error %q) = %q: shows a password", i, err, got)
+		}
 	}
 }
 

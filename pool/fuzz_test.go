@@ -3,10 +3,13 @@ package pool
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 )
 
 const (
@@ -85,4 +88,118 @@ func FuzzReadExits(f *testing.F) {
 			t.Fatalf("ReadExits(%q): last exit's user, password = %q, %q, want %q, %q", in, u.User.Username(), got, user, pass)
 		}
 	})
+}
+
+// fuzzRedactSchemes are the schemes FuzzRedactRaw writes URLs with.
+var fuzzRedactSchemes = [...]string{SchemeHTTP, SchemeHTTPS, SchemeSOCKS5, "SOCKS5H"}
+
+// fuzzRedactProxy writes the proxy host:port with user and pass in the form form picks: a URL with
+// its userinfo percent-encoded, a URL or user:pass@host:port as typed, or host:port:user:pass, and
+// returns it if ParseExit reads pass back from it. A form ParseExit does not read that way (a pass
+// with a '/' typed into a URL, say) falls back to the encoded URL; "" if that fails too.
+func fuzzRedactProxy(form uint8, host string, port uint16, user, pass string) string {
+	hp := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	scheme := fuzzRedactSchemes[form>>2%4]
+	encoded := (&url.URL{Scheme: scheme, Host: hp, User: url.UserPassword(user, pass)}).String()
+	var p string
+	switch form % 4 {
+	case 0:
+		p = encoded
+	case 1:
+		p = scheme + "://" + user + ":" + pass + "@" + hp
+	case 2:
+		p = user + ":" + pass + "@" + hp
+	default:
+		p = hp + ":" + user + ":" + pass
+	}
+	for _, try := range []string{p, encoded} {
+		if e, err := ParseExit(try); err == nil && e.ProxyURL().User != nil {
+			if got, _ := e.ProxyURL().User.Password(); got == pass {
+				return try
+			}
+		}
+	}
+	return ""
+}
+
+// FuzzRedactRaw writes one to three proxies, each in a form ParseExit reads (checked) and with a
+// password made of fuzzReadExitsHead, a fuzzed middle and fuzzReadExitsTail, into a text — between
+// and around fuzzed words, and maybe quoted into an error message — and checks that neither
+// marker survives RedactRaw. In a text a password cannot hold white space (nor can it in a proxy
+// list); a lone proxy's may, but for line breaks.
+func FuzzRedactRaw(f *testing.F) {
+	f.Add("", ", ", "", uint16(0), "proxy.example", uint16(8080), "user", "-PW", uint8(0))
+	f.Add("proxies: ", " ", " failed", uint16(1|3<<2|2<<4|1<<6), "proxy.example", uint16(8080), "user-session-42", ":cr@t#PW", uint8(1))
+	f.Add("", ",", "", uint16(2|1<<2|2<<4|3<<6|3<<8), "10.0.0.1", uint16(3128), "u", "@x.example:99", uint8(2))
+	f.Add("x", "", "y", uint16(2|3<<2|3<<4), "::1", uint16(80), "me@mail.example", "a://b", uint8(3))
+	f.Add("", "", "", uint16(3<<2), "proxy.example", uint16(0), "user", " spaced out ", uint8(0))
+	f.Add("\"", "\" \"", "\"", uint16(2|2<<2|1<<4|7<<6), "h", uint16(1), "u", ":80:v:", uint8(1))
+	f.Add("1:", ":2:", "@3", uint16(1|3<<2|3<<4|2<<6), "h", uint16(12), "u", "]//[", uint8(0))
+	// Regression: ":" before a user:pass@host:port and "A" after it made a host:port:user:pass whose
+	// "user" held the password, and RedactRaw showed it.
+	f.Add(":", "0", "A", uint16(90), "0", uint16(6), "0", "0", uint8(0))
+	f.Add("h:", "", "", uint16(2<<2), "host", uint16(1), "80", ":x", uint8(0))
+	f.Fuzz(func(t *testing.T, pre, sep, post string, forms uint16, host string, port uint16, user, mid string, wrap uint8) {
+		n := 1 + int(forms%3)
+		lone := n == 1 && pre == "" && post == "" && wrap%4 == 0
+		if lone {
+			noBreak := strings.NewReplacer("\r", "", "\n", "")
+			mid, user = noBreak.Replace(mid), noBreak.Replace(user)
+		} else {
+			mid = fuzzRedactNoSpace(mid)
+			user = fuzzRedactNoSpace(user)
+		}
+		for _, s := range []string{pre, sep, post, host, user} {
+			if fuzzReadExitsMarked(s) {
+				t.Skip("a marker outside a password")
+			}
+		}
+		var b strings.Builder
+		b.WriteString(pre)
+		for i := range n {
+			pass := fuzzReadExitsHead + mid + strconv.Itoa(i) + fuzzReadExitsTail
+			p := fuzzRedactProxy(uint8(forms>>(2+4*i)), host, port, user, pass)
+			if p == "" {
+				t.Skip("no form of this proxy parses")
+			}
+			if i > 0 {
+				b.WriteString(sep)
+			}
+			b.WriteString(p)
+		}
+		b.WriteString(post)
+		text := b.String()
+		switch wrap % 4 {
+		case 1:
+			text = fmt.Sprintf("pool: proxy %q: malformed URL", text)
+		case 2:
+			text = (&url.Error{Op: "Get", URL: text, Err: fmt.Errorf("proxyconnect tcp: %s", text)}).Error()
+		case 3:
+			text = fmt.Errorf("pool: proxy list: %w", fmt.Errorf("line %d: %s", port, text)).Error()
+		}
+
+		got := RedactRaw(text)
+		if fuzzReadExitsMarked(got) {
+			t.Fatalf("RedactRaw(%q) = %q: shows a password", text, got)
+		}
+		if again := RedactRaw(got); fuzzReadExitsMarked(again) {
+			t.Fatalf("RedactRaw(RedactRaw(%q)) = %q: shows a password", text, again)
+		}
+		// Text with nothing a credential needs comes back as it was.
+		if plain := pre + sep + post; !strings.ContainsAny(plain, ":@") {
+			if r := RedactRaw(plain); r != plain {
+				t.Fatalf("RedactRaw(%q) = %q, want it unchanged (no ':' or '@')", plain, r)
+			}
+		}
+	})
+}
+
+// fuzzRedactNoSpace drops ASCII white space, which ends a password in a text.
+func fuzzRedactNoSpace(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, s)
 }

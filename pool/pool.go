@@ -1,11 +1,7 @@
 package pool
 
 import (
-	"cmp"
-	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,35 +56,11 @@ type Pool struct {
 	lastSweep atomic.Int64
 	sweeping  atomic.Bool
 	sweeps    sync.WaitGroup
-}
 
-// exitState is an exit as the pool tracks it.
-type exitState struct {
-	exit    *Exit
-	id      uint32
-	wide    *breaker.Breaker
-	bucket  *ratelimit.Bucket // the exit's own token bucket; nil if not limited
-	removed atomic.Bool
-}
-
-// exitSet is an immutable view of the exits, replaced whole on every change.
-type exitSet struct {
-	all     []*exitState
-	byLabel map[string]*exitState
-	byID    map[uint32]*exitState
-	where   map[uint32]exitPos // group and index of each exit, for picks pinned to one exit
-	groups  []tierGroup        // by ascending tier; one group of everything when tiers are ignored
-}
-
-type exitPos struct{ group, index int }
-
-type tierGroup struct {
-	tier  int
-	exits []*exitState
-	ids   []uint32 // ids[i] is exits[i].id: the picker's first look reads this array only
-	// buckets[i] is exits[i].bucket; nil when no exit of the group is rate-limited.
-	buckets []*ratelimit.Bucket
-	cum     []float64 // cumulative weights; nil when every weight is equal
+	// retired holds removed exits by label, under mu, for Add and Sync to bring back with their
+	// breakers when the same proxy returns within retention (see Remove).
+	retired   map[string]retiredExit
+	retention time.Duration
 }
 
 // New returns a pool configured by opts. It validates everything up front: a bad setting is an
@@ -119,6 +91,8 @@ func New(opts ...Option) (*Pool, error) {
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
 	}
 	p.probeLease = pairPol.Settings().ProbeLease
+	p.retired = make(map[string]retiredExit)
+	p.retention = max(c.idleTTL, p.probeLease, exitPol.Settings().ProbeLease, guard.policy.Settings().ProbeLease)
 	if p.gate != nil && p.gate.PairsLimited() {
 		p.lazyPairs = false
 	}
@@ -140,80 +114,6 @@ func New(opts ...Option) (*Pool, error) {
 		bound = append(bound, remove)
 	}
 	return p, nil
-}
-
-// Add adds exits. Labels must be unique in the pool; weights positive and finite. Nothing is added
-// if any exit is invalid.
-func (p *Pool) Add(exits ...*Exit) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	old := p.set.Load()
-	seen := make(map[string]bool, len(exits))
-	var errs []error
-	for i, e := range exits {
-		switch {
-		case e == nil:
-			errs = append(errs, fmt.Errorf("pool: exit %d is nil", i))
-		case old.byLabel[e.label] != nil || seen[e.label]:
-			errs = append(errs, fmt.Errorf("pool: duplicate exit label %q", e.label))
-		case !(e.weight > 0) || math.IsInf(e.weight, 0):
-			errs = append(errs, fmt.Errorf("pool: exit %s: weight %v must be positive and finite", e.label, e.weight))
-		default:
-			seen[e.label] = true
-		}
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	all := slices.Clone(old.all)
-	for _, e := range exits {
-		es := &exitState{exit: e, id: p.nextID}
-		p.nextID++
-		if p.gate != nil {
-			es.bucket = p.gate.ExitBucket(e.label)
-		}
-		es.wide = p.exitPol.NewBreakerWith(breaker.Hooks{
-			OnStateChange: func(t breaker.Transition) {
-				p.obs.stateChanged(StateChange{Scope: ScopeExit, Exit: es.exit, Transition: t})
-			},
-			Mirror: func(notClosed bool) { p.exitOpen.set(es.id, notClosed) },
-		})
-		all = append(all, es)
-	}
-	p.set.Store(p.buildSet(all))
-	return nil
-}
-
-// Remove removes the exits with the given labels; observers hear of each (a transport closes the
-// exit's idle connections). Leases out on them finish normally. Unknown labels are an error; known ones are removed anyway.
-func (p *Pool) Remove(labels ...string) error {
-	p.mu.Lock()
-	old := p.set.Load()
-	drop := make(map[string]bool, len(labels))
-	var errs []error
-	for _, l := range labels {
-		if old.byLabel[l] == nil {
-			// Redacted: a caller that removes by proxy-list line or dialing URL passed a password.
-			errs = append(errs, fmt.Errorf("pool: no exit labelled %q", RedactRaw(l)))
-		}
-		drop[l] = true
-	}
-	var kept, gone []*exitState
-	for _, es := range old.all {
-		if drop[es.exit.label] {
-			gone = append(gone, es)
-		} else {
-			kept = append(kept, es)
-		}
-	}
-	p.set.Store(p.buildSet(kept))
-	p.mu.Unlock()
-	for _, es := range gone {
-		es.removed.Store(true)
-		p.gone.set(es.id, true)
-		p.obs.exitRemoved(es.exit)
-	}
-	return errors.Join(errs...)
 }
 
 // Exit returns the exit labelled label, or nil.
@@ -240,57 +140,6 @@ func (p *Pool) Exits() []*Exit {
 		out[i] = es.exit
 	}
 	return out
-}
-
-func (p *Pool) buildSet(all []*exitState) *exitSet {
-	s := &exitSet{all: all, byLabel: make(map[string]*exitState, len(all)), byID: make(map[uint32]*exitState, len(all))}
-	for _, es := range all {
-		s.byLabel[es.exit.label] = es
-		s.byID[es.id] = es
-	}
-	byTier := map[int][]*exitState{}
-	for _, es := range all {
-		t := es.exit.tier
-		if !p.tiers {
-			t = 0
-		}
-		byTier[t] = append(byTier[t], es)
-	}
-	for t, exits := range byTier {
-		g := tierGroup{tier: t, exits: exits, ids: make([]uint32, len(exits))}
-		for i, es := range exits {
-			g.ids[i] = es.id
-			if es.bucket != nil && g.buckets == nil {
-				g.buckets = make([]*ratelimit.Bucket, len(exits))
-			}
-		}
-		if g.buckets != nil {
-			for i, es := range exits {
-				g.buckets[i] = es.bucket
-			}
-		}
-		equal := true
-		for _, es := range exits {
-			equal = equal && es.exit.weight == exits[0].exit.weight
-		}
-		if !equal {
-			g.cum = make([]float64, len(exits))
-			sum := 0.0
-			for i, es := range exits {
-				sum += es.exit.weight
-				g.cum[i] = sum
-			}
-		}
-		s.groups = append(s.groups, g)
-	}
-	slices.SortFunc(s.groups, func(a, b tierGroup) int { return cmp.Compare(a.tier, b.tier) })
-	s.where = make(map[uint32]exitPos, len(all))
-	for gi, g := range s.groups {
-		for i, id := range g.ids {
-			s.where[id] = exitPos{gi, i}
-		}
-	}
-	return s
 }
 
 // originState is everything the pool keeps per origin.
@@ -365,7 +214,10 @@ func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
 	pr := &pair{exit: es, origin: o}
 	pr.b = p.pairPol.NewBreakerWith(breaker.Hooks{
 		OnStateChange: func(t breaker.Transition) {
-			p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: pr.exit.exit, Origin: pr.origin.key, Transition: t})
+			// As for the exit's own breaker (newExitState): its current version, or nothing.
+			if cur := p.set.Load().byID[es.id]; cur != nil {
+				p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: cur.exit, Origin: pr.origin.key, Transition: t})
+			}
 		},
 		Mirror: func(notClosed bool) {
 			if !notClosed {
@@ -418,17 +270,19 @@ func (p *Pool) maybeSweep(now time.Time) {
 }
 
 // Sweep drops, at now, the pair breakers that are idle and healthy (breaker.Breaker.Idle with the
-// pool's idle TTL) or belong to removed exits, and origins left with nothing to remember. The pool
+// pool's idle TTL) or belong to exits removed longer ago than their retention (see Remove), and
+// origins left with nothing to remember. The pool
 // sweeps by itself as picks flow (in the background, or inline WithInlineSweep); Sweep is for
 // tests and for callers that want memory back at once.
 func (p *Pool) Sweep(now time.Time) {
+	p.forgetRetired(now)
 	for _, o := range p.originList() {
 		o.mu.Lock()
 		for id, pr := range o.pairs {
 			// An OPEN pair whose exit is itself out of CLOSED is not idle, whatever its breaker
 			// says: nothing could probe it. Forgetting it would bring it back fresh, at level 0.
 			blocked := o.open.get(id) && p.exitOpen.get(id)
-			if pr.exit.removed.Load() || (!blocked && pr.b.Idle(now, p.idleTTL) && !pr.pace.Throttled()) {
+			if pr.exit.life.Load() == lifeForgotten || (!blocked && pr.b.Idle(now, p.idleTTL) && !pr.pace.Throttled()) {
 				delete(o.pairs, id)
 				o.open.set(id, false)
 				o.limited.set(id, false)

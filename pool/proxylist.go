@@ -14,6 +14,13 @@ import (
 // megabyte of errors.
 const maxListErrors = 10
 
+// maxListLine is the longest line ReadExits reads, in bytes, not counting its line ending: 64 KiB,
+// bufio.Scanner's own default. A proxy line is a URL with credentials and a few attributes, a few
+// hundred bytes even with a provider's long session user names; a longer line is not a proxy list
+// (a binary file, a JSON dump read by mistake), and reading it whole would let one line take all
+// memory.
+const maxListLine = 64 << 10
+
 // ReadExits reads a proxy list: one proxy per line in any form ParseExit accepts, optionally
 // followed by space-separated attributes:
 //
@@ -21,38 +28,72 @@ const maxListErrors = 10
 //	http://user:pass@dc1.example:8080  label=dc-1 tier=0 weight=2
 //	res.example:7777:user-session-42:secret  tier=1
 //
-// Blank lines and lines starting with # are skipped. Errors give the line number and the redacted
-// proxy, never a password; up to ten bad lines are reported together.
+// Blank lines and lines starting with # are skipped. A line may hold up to 64 KiB (65,536 bytes,
+// not counting its line ending); a longer one is an error, and reading goes on at the next line.
+// Errors give the line number and the redacted proxy, never a password; up to ten bad lines are
+// reported together.
 func ReadExits(r io.Reader) ([]*Exit, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	// Room for the longest line and a CRLF: a longer line arrives in pieces (isPrefix), never whole.
+	br := bufio.NewReaderSize(r, maxListLine+2)
 	var (
 		exits []*Exit
 		errs  []error
 		line  int
 	)
-	for sc.Scan() {
+	bad := func(err error) {
+		if len(errs) < maxListErrors {
+			errs = append(errs, err)
+		}
+	}
+	for {
+		b, isPrefix, err := br.ReadLine()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			bad(fmt.Errorf("after line %d: %w", line, err))
+			break
+		}
 		line++
-		text := strings.TrimSpace(sc.Text())
+		if isPrefix || len(b) > maxListLine {
+			// Name the line and the limit, never the text: it may hold a password.
+			bad(fmt.Errorf("line %d: longer than %d bytes, the most a proxy line may hold", line, maxListLine))
+			if err := skipLine(br, isPrefix); err != nil {
+				bad(fmt.Errorf("after line %d: %w", line, err))
+				break
+			}
+			continue
+		}
+		text := strings.TrimSpace(string(b))
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
 		e, err := parseListLine(text)
 		if err != nil {
-			if len(errs) < maxListErrors {
-				errs = append(errs, fmt.Errorf("line %d: %w", line, err))
-			}
+			bad(fmt.Errorf("line %d: %w", line, err))
 			continue
 		}
 		exits = append(exits, e)
-	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("after line %d: %w", line, err))
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("pool: proxy list: %w", errors.Join(errs...))
 	}
 	return exits, nil
+}
+
+// skipLine discards the rest of a line ReadLine returned only the start of (more says so), a buffer
+// at a time. The end of the input ends the line.
+func skipLine(br *bufio.Reader, more bool) error {
+	for more {
+		var err error
+		if _, more, err = br.ReadLine(); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 func parseListLine(text string) (*Exit, error) {

@@ -153,14 +153,83 @@ func TestReadExitsReportsAtMostTenErrors(t *testing.T) {
 	}
 }
 
+// Regression: a 5 MiB line gave "after line 0: bufio.Scanner: token too long", naming neither
+// the line nor the limit, and ended the reading there.
 func TestReadExitsLineTooLong(t *testing.T) {
-	in := "a.example:80\nb.example:80:user:" + listSecret + strings.Repeat("x", 1<<20) + "\nc.example:80\n"
-	exits, err := ReadExits(strings.NewReader(in))
-	if err == nil {
-		t.Fatalf("ReadExits(a 1 MiB line) = %d exits, nil, want an error", len(exits))
+	long := func(n int) string { return "b.example:80:user:" + listSecret + strings.Repeat("x", n) }
+	tests := []struct {
+		name string
+		in   string
+		want []string // substrings of the error, in order
+	}{
+		{"5 MiB first line", long(5 << 20), []string{"line 1: longer than 65536 bytes"}},
+		{"1 MiB line between good ones", "a.example:80\n" + long(1<<20) + "\nc.example:80\n",
+			[]string{"line 2: longer than 65536 bytes"}},
+		// Reading goes on after a long line: later bad lines are reported with their own numbers.
+		{"bad lines after long ones", long(maxListLine) + "\r\nok.example:80\n" + long(3*maxListLine) + "\nbad.example:0:user:" + listSecret + "\n",
+			[]string{"line 1: longer than 65536 bytes", "line 3: longer than 65536 bytes", `line 4: pool: proxy "bad.example:0:user:xxxxx": bad port "0"`}},
+		{"long comment", "# " + strings.Repeat(listSecret, maxListLine/len(listSecret)+1) + "\nok.example:80\n",
+			[]string{"line 1: longer than 65536 bytes"}},
+		{"long last line without a newline", "ok.example:80\n" + long(maxListLine), []string{"line 2: longer than 65536 bytes"}},
 	}
-	if msg := err.Error(); !strings.Contains(msg, "after line 1") || strings.Contains(msg, "s3cr3t") || len(msg) > 200 {
-		t.Errorf("ReadExits(a 1 MiB line) = error %q, want a short error naming \"after line 1\" without the password", msg)
+	for _, tt := range tests {
+		exits, err := ReadExits(strings.NewReader(tt.in))
+		if err == nil {
+			t.Errorf("%s: ReadExits = %d exits, nil, want an error", tt.name, len(exits))
+			continue
+		}
+		if exits != nil {
+			t.Errorf("%s: ReadExits = %d exits with error %v, want none", tt.name, len(exits), err)
+		}
+		msg := err.Error()
+		rest := msg
+		for _, w := range tt.want {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				t.Errorf("%s: ReadExits = error %q, want it to contain %q (in order)", tt.name, msg, w)
+				break
+			}
+			rest = rest[i+len(w):]
+		}
+		if n := len(regexp.MustCompile(`line \d+:`).FindAllString(msg, -1)); n != len(tt.want) {
+			t.Errorf("%s: ReadExits = error %q naming %d lines, want %d", tt.name, msg, n, len(tt.want))
+		}
+		if strings.Contains(msg, "s3cr3t") || strings.Contains(msg, "xxxxxxxx") || len(msg) > 400 {
+			t.Errorf("%s: ReadExits = error %q, want a short error without the line's text", tt.name, msg[:min(len(msg), 400)])
+		}
+	}
+}
+
+// A line of exactly the limit is read, with either line ending or none; a byte more is refused.
+func TestReadExitsLineAtLimit(t *testing.T) {
+	const head = "b.example:80:user:"
+	pass := strings.Repeat("p", maxListLine-len(head))
+	if exits, err := ReadExits(strings.NewReader(head + pass)); err != nil || len(exits) != 1 {
+		t.Errorf("ReadExits(one %d-byte line without a newline) = %d exits, %v, want 1, nil", maxListLine, len(exits), err)
+	}
+	for _, end := range []string{"\n", "\r\n"} {
+		in := "a.example:80\n" + head + pass + end + "c.example:80" + end
+		exits, err := ReadExits(strings.NewReader(in))
+		if err != nil {
+			t.Errorf("ReadExits(a %d-byte line ending %q) = error %v, want nil", maxListLine, end, err)
+			continue
+		}
+		if len(exits) != 3 {
+			t.Fatalf("ReadExits(a %d-byte line ending %q) = %d exits, want 3", maxListLine, end, len(exits))
+		}
+		if got, _ := exits[1].ProxyURL().User.Password(); got != pass {
+			t.Errorf("ReadExits(a %d-byte line ending %q): password of %d bytes, want %d", maxListLine, end, len(got), len(pass))
+		}
+		if h := exits[2].ProxyURL().Host; h != "c.example:80" {
+			t.Errorf("ReadExits(a %d-byte line ending %q): third exit %q, want c.example:80", maxListLine, end, h)
+		}
+		over := "a.example:80" + end + head + pass + "p" + end
+		if end == "\n" {
+			over = over[:len(over)-1] // the last line without its newline: the end of the input ends it
+		}
+		if _, err := ReadExits(strings.NewReader(over)); err == nil || !strings.Contains(err.Error(), "line 2: longer than 65536 bytes") {
+			t.Errorf("ReadExits(a %d-byte line ending %q) = %v, want a line 2 too long error", maxListLine+1, end, err)
+		}
 	}
 }
 

@@ -41,7 +41,7 @@ func (p *Pool) Save(now time.Time) SavedState {
 	for _, o := range p.originList() {
 		o.mu.RLock()
 		for _, pr := range o.pairs {
-			if pr.exit.removed.Load() {
+			if pr.exit.out() {
 				continue
 			}
 			if s := pr.b.Save(now); s.Worth() {
@@ -145,7 +145,7 @@ func (p *Pool) DueProbes(now time.Time) []ProbeTarget {
 	for _, o := range p.originList() {
 		o.mu.RLock()
 		for id, pr := range o.pairs {
-			if o.open.get(id) && !pr.exit.removed.Load() && due(pr.b) {
+			if o.open.get(id) && !pr.exit.out() && due(pr.b) {
 				out = append(out, ProbeTarget{Scope: ScopePair, Exit: pr.exit.exit, Origin: o.key})
 			}
 		}

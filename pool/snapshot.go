@@ -60,7 +60,7 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 	for _, o := range p.originList() {
 		o.mu.RLock()
 		for _, pr := range o.pairs {
-			if pr.exit.removed.Load() {
+			if pr.exit.out() {
 				continue
 			}
 			ps := PairStatus{Exit: pr.exit.exit.label, Origin: o.key, Breaker: pr.b.Snapshot(now)}

@@ -29,6 +29,10 @@ const (
 // MaxProbes bounds exits × targets, so a wrong flag cannot plan a billion requests.
 const MaxProbes = 1_000_000
 
+// MaxConcurrency bounds Config.Concurrency: the goroutines, connections and file descriptors a
+// run holds at once, however many exits it probes.
+const MaxConcurrency = 4096
+
 // Config describes one probe run. Exits and Targets are required; every other field's zero value
 // means its default. Negative per-request timeouts disable that timeout (the deadline still bounds
 // every probe).
@@ -42,10 +46,12 @@ type Config struct {
 	// Deadline is the hard bound on the whole run: probes still in flight when it passes are cut
 	// and reported as "deadline". Default 10 s; it must not be negative.
 	Deadline time.Duration
-	// Concurrency is how many probes run at once. Default 256. Each probe holds one or two file
-	// descriptors (Go raises the soft descriptor limit to the hard one at start). A probe of a
-	// hanging exit holds its worker until a timeout, so with H hanging probes and header timeout T
-	// the run needs about H×T/Concurrency; past the deadline the rest is reported as cut.
+	// Concurrency is how many probes run at once: Run starts this many workers (or one per probe,
+	// if fewer), whatever the number of exits. Default 256, at most MaxConcurrency. Each probe
+	// holds one or two file descriptors (Go raises the soft descriptor limit to the hard one at
+	// start), and closes them when it ends. A probe of a hanging exit holds its worker until a
+	// timeout, so with H hanging probes and header timeout T the run needs about
+	// H×T/Concurrency; past the deadline the rest is reported as cut.
 	Concurrency int
 
 	// ConnectTimeout bounds the TCP connection to the proxy. Default 3 s.
@@ -88,11 +94,13 @@ type Config struct {
 }
 
 // Prober runs probes as its Config describes. It is safe for concurrent use; each Run is
-// independent, and keeps no connections open once it returns.
+// independent. Each probe builds its exit's base transport (transport.NewExitTransport) when it
+// starts and closes its connections when it ends, so a Prober holds no per-exit transport and a
+// run holds at most Concurrency connections.
 type Prober struct {
 	cfg     Config
 	exits   []*pool.Exit
-	bases   []*http.Transport
+	tmpl    *http.Transport // the template each probe's transport is cloned from
 	targets []target
 	policy  Policy
 }
@@ -129,6 +137,8 @@ func New(cfg Config) (*Prober, error) {
 		return nil, fmt.Errorf("probe: Concurrency %d: must not be negative", cfg.Concurrency)
 	case cfg.Concurrency == 0:
 		cfg.Concurrency = DefaultConcurrency
+	case cfg.Concurrency > MaxConcurrency:
+		return nil, fmt.Errorf("probe: Concurrency %d: at most %d", cfg.Concurrency, MaxConcurrency)
 	}
 	cfg.ConnectTimeout = orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
 	cfg.TLSTimeout = orDefault(cfg.TLSTimeout, DefaultTLSTimeout)
@@ -179,14 +189,7 @@ func New(cfg Config) (*Prober, error) {
 	if tmpl == nil {
 		tmpl = transport.DefaultBaseTemplate()
 	}
-	tmpl = probeTemplate(tmpl, cfg.ConnectTimeout, cfg.TLSTimeout)
-	for _, e := range cfg.Exits {
-		rt, err := transport.NewExitTransport(e, tmpl, cfg.Resolver)
-		if err != nil {
-			return nil, err
-		}
-		p.bases = append(p.bases, rt)
-	}
+	p.tmpl = probeTemplate(tmpl, cfg.ConnectTimeout, cfg.TLSTimeout)
 	return p, nil
 }
 

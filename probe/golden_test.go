@@ -43,19 +43,26 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
+// marshal is the report as WriteJSON streams it, checked against json.MarshalIndent.
 func marshal(t *testing.T, rep *probe.Report) []byte {
 	t.Helper()
+	var buf bytes.Buffer
+	if err := rep.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(data, '\n')
+	if !bytes.Equal(buf.Bytes(), append(data, '\n')) {
+		t.Errorf("WriteJSON:\n%s\ndiffers from json.MarshalIndent:\n%s", buf.Bytes(), data)
+	}
+	return buf.Bytes()
 }
 
-// TestGoldenSeedReport: the JSON schema, field by field, for the seed article's three targets
-// probed through two exits, one of them also meeting a challenge page, a timeout and the deadline.
-// Every value is fixed, so the file is the schema's reference example (docs/probe.md).
-func TestGoldenSeedReport(t *testing.T) {
+// seedResults are the seed article's three targets probed through two exits, one of them also
+// meeting a challenge page, a timeout and the deadline.
+func seedResults() []probe.Result {
 	res := func(exit, target string, r probe.Result) probe.Result {
 		r.Exit, r.Target, r.Origin = exit, "https://"+target+"/", target
 		return r
@@ -70,7 +77,14 @@ func TestGoldenSeedReport(t *testing.T) {
 		res(b, "slow.example", cut()),
 	}
 	results[4].Error = "probe: timeout awaiting response headers through the exit"
-	rep := probe.NewReport(results, probe.Policy{})
+	return results
+}
+
+// TestGoldenSeedReport: the JSON schema, field by field, for the seed article's three targets
+// probed through two exits, one of them also meeting a challenge page, a timeout and the deadline.
+// Every value is fixed, so the file is the schema's reference example (docs/probe.md).
+func TestGoldenSeedReport(t *testing.T) {
+	rep := probe.NewReport(seedResults(), probe.Policy{})
 	rep.Started, rep.ElapsedMS, rep.DeadlineMS = goldenT0, 10000, 10000
 	golden(t, "seed.golden", marshal(t, rep))
 

@@ -12,8 +12,15 @@ import (
 // field is removed or changes meaning; added fields do not change it.
 const SchemaVersion = 1
 
-// Report is what a probe run found. It marshals to the JSON schema documented in docs/probe.md and
-// holds no credentials: exits appear by label, targets redacted.
+// Report is what a probe run found. It marshals to the JSON schema documented in docs/probe.md
+// (WriteJSON streams it; json.Marshal gives the same document) and holds no credentials: exits
+// appear by label, targets redacted.
+//
+// It keeps one Result per probe and the overall Stats; the summaries per target and per exit
+// ("targets" and "exits" in the JSON) are derived from the Results when they are written or asked
+// for (Targets, Exits), so that neither Run nor the memory has to pay for a hundred thousand exit
+// summaries at once. A Report decoded from JSON has everything but those two, which its methods
+// recompute from Results and Policy.
 type Report struct {
 	SchemaVersion int `json:"schema_version"`
 	// Started is when the run began; ElapsedMS how long it took, in milliseconds.
@@ -31,14 +38,12 @@ type Report struct {
 
 	// Overall aggregates every probe.
 	Overall Stats `json:"overall"`
-	// Targets aggregates each target's probes through every exit, in the order of the Config.
-	Targets []TargetSummary `json:"targets"`
-	// Exits aggregates each exit's probes of every target, in the order of the Config.
-	Exits []ExitSummary `json:"exits"`
 	// Results holds one entry per (exit, target), exit by exit, in the order of the Config.
 	Results []Result `json:"results"`
 	// Policy is the policy the verdicts were derived under, defaults filled in.
 	Policy Policy `json:"policy"`
+
+	grid grid // how Run laid the Results out, for the summaries
 }
 
 // Result is one probe: one GET of one target through one exit.
@@ -232,3 +237,4 @@ type ExitSummary struct {
 	Exit string `json:"exit"`
 	Summary
 }
+

@@ -34,12 +34,12 @@ func (ph phase) String() string {
 	return "unknown"
 }
 
-// advance moves j's phase forward to ph (never back: a reused connection reports GotConn without
+// advance moves s's phase forward to ph (never back: a reused connection reports GotConn without
 // a dial, and happy eyeballs may report a second ConnectDone).
-func (j *job) advance(ph phase) {
+func (s *slot) advance(ph phase) {
 	for {
-		cur := j.phase.Load()
-		if int32(ph) <= cur || j.phase.CompareAndSwap(cur, int32(ph)) {
+		cur := s.phase.Load()
+		if int32(ph) <= cur || s.phase.CompareAndSwap(cur, int32(ph)) {
 			return
 		}
 	}
@@ -58,10 +58,10 @@ var (
 	errBodyTimeout   error = &probeTimeout{"probe: timeout reading the response body"}
 )
 
-// newResult is the Result of j before anything is known.
-func (p *Prober) newResult(j *job) Result {
-	t := p.targets[j.target]
-	return Result{Exit: p.exits[j.exit].Label(), Target: t.shown, Origin: t.origin}
+// newResult is the Result of probe c (exit × target) before anything is known.
+func (p *Prober) newResult(c cell) Result {
+	t := &p.targets[c.target]
+	return Result{Exit: p.exits[c.exit].Label(), Target: t.shown, Origin: t.origin}
 }
 
 // cutVerdict is the verdict of a probe cut short by the deadline or the caller: as for the
@@ -79,28 +79,36 @@ func cutKind(ctx context.Context) string {
 	return KindCanceled
 }
 
-// probe sends one GET of j's target through j's exit and judges it as the transport would.
-func (p *Prober) probe(ctx context.Context, j *job) Result {
-	res := p.newResult(j)
+// probe sends one GET of c's target through c's exit and judges it as the transport would. It
+// publishes its progress in s as it goes, for Run to read if the deadline cuts it short. It
+// builds the exit's transport for itself and closes its connections before it returns.
+func (p *Prober) probe(ctx context.Context, s *slot, c cell) Result {
+	res := p.newResult(c)
 	if ctx.Err() != nil {
 		res.ErrorKind, res.Phase = cutKind(ctx), phaseQueued.String()
 		res.Outcome, res.Class = cutVerdict()
 		return res
 	}
-	exit, tg, rt := p.exits[j.exit], p.targets[j.target], p.bases[j.exit]
+	exit, tg := p.exits[c.exit], &p.targets[c.target]
+	rt, err := transport.NewExitTransport(exit, p.tmpl, p.cfg.Resolver)
+	if err != nil { // New checked the exit: this does not happen
+		res.Outcome, res.Class, res.ErrorKind, res.Error = pool.Neutral, pool.ClassError, string(pool.ClassError), err.Error()
+		return res
+	}
+	defer rt.CloseIdleConnections()
 	start := time.Now()
-	j.start.Store(start.UnixNano())
-	j.advance(phaseConnect)
+	s.start.Store(start.UnixNano())
+	s.advance(phaseConnect)
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	trace := &httptrace.ClientTrace{
 		ConnectDone: func(_, _ string, err error) {
 			if err == nil {
-				j.advance(phaseProxy)
+				s.advance(phaseProxy)
 			}
 		},
-		TLSHandshakeStart: func() { j.advance(phaseTLS) },
-		GotConn:           func(httptrace.GotConnInfo) { j.advance(phaseHeaders) },
+		TLSHandshakeStart: func() { s.advance(phaseTLS) },
+		GotConn:           func(httptrace.GotConnInfo) { s.advance(phaseHeaders) },
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodGet, tg.raw, nil)
 	if err != nil { // the URL parsed in New: this does not happen
@@ -142,7 +150,7 @@ func (p *Prober) probe(ctx context.Context, j *job) Result {
 	res.RetryAfterMS = v.RetryAfter.Milliseconds()
 	if err != nil {
 		res.Error = scrub(err, exit)
-		res.Phase = phase(j.phase.Load()).String()
+		res.Phase = phase(s.phase.Load()).String()
 		switch {
 		case ctx.Err() != nil:
 			res.ErrorKind = cutKind(ctx)
@@ -154,8 +162,8 @@ func (p *Prober) probe(ctx context.Context, j *job) Result {
 		return res
 	}
 	res.Status = resp.StatusCode
-	j.latency.Store(int64(time.Since(start)))
-	j.status.Store(int32(resp.StatusCode))
+	s.latency.Store(int64(time.Since(start)))
+	s.status.Store(int32(resp.StatusCode))
 	if v.Outcome != pool.Success {
 		// The verdict is final at the headers, as for live traffic: nothing to read.
 		resp.Body.Close()
@@ -164,7 +172,7 @@ func (p *Prober) probe(ctx context.Context, j *job) Result {
 
 	// A success is confirmed when its body (up to BodyLimit) has arrived: a slow-loris body ends
 	// at the body timeout or the deadline, whichever comes first.
-	j.advance(phaseBody)
+	s.advance(phaseBody)
 	var btimer *time.Timer
 	if p.cfg.BodyTimeout > 0 {
 		btimer = time.AfterFunc(p.cfg.BodyTimeout, func() { cancel(errBodyTimeout) })

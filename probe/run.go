@@ -12,14 +12,27 @@ import (
 // errDeadline is the cause the run's context is cancelled with when its deadline passes.
 var errDeadline = errors.New("probe: deadline")
 
-// job is one planned probe, exit × target, and how far it got: Run reads these for the probes still
-// in flight at the deadline.
-type job struct {
-	exit, target int
-	phase        atomic.Int32
-	start        atomic.Int64 // when the probe started, Unix nanoseconds; 0 if it has not
-	status       atomic.Int32 // the response's status once its headers are in
-	latency      atomic.Int64 // the time to the headers, in nanoseconds
+// cell is one planned probe: an exit and a target, by index.
+type cell struct{ exit, target int }
+
+// slot is one worker's probe in hand, and how far it got: at the deadline Run reads the slots of
+// the probes still in flight, without waiting for them. A run has one slot per worker, not one
+// per probe.
+type slot struct {
+	job     atomic.Int64 // the job in hand, plus one; 0 before the first
+	phase   atomic.Int32
+	start   atomic.Int64 // when the probe started, Unix nanoseconds; 0 if it has not
+	status  atomic.Int32 // the response's status once its headers are in
+	latency atomic.Int64 // the time to the headers, in nanoseconds
+}
+
+// begin makes job i the one in hand, nothing known about it yet.
+func (s *slot) begin(i int) {
+	s.phase.Store(int32(phaseQueued))
+	s.start.Store(0)
+	s.status.Store(0)
+	s.latency.Store(0)
+	s.job.Store(int64(i) + 1)
 }
 
 // finished is a worker's report of one job.
@@ -29,9 +42,15 @@ type finished struct {
 }
 
 // Run probes every target through every exit and returns the report. It returns as soon as the
-// deadline (Config.Deadline) passes, whatever the exits do: probes still in flight are cancelled
+// deadline (Config.Deadline) passes, whatever the exits do: probes still in flight are abandoned
 // and reported as cut ("deadline", or "canceled" when ctx ended first) in the phase they had
-// reached; the time left is only that of building the report. It never returns nil.
+// reached, the probes never started as cut in phase "queued". It never returns nil.
+//
+// The work left after the deadline is bounded: Run aggregates the overall Stats as the probes
+// finish, so what remains is one pass over the probes that did not finish (filling in their
+// Results) and the overall verdict. The summaries per target and per exit are computed when the
+// report is written (Report.WriteJSON) or asked for. Abandoned probes unwind on their own,
+// closing their connections, moments after Run returns.
 //
 // Probes are sent in rounds: each round covers every exit once, in a shuffled (but fixed) order so
 // that a block of hanging exits does not take every worker at once, and the targets evenly, so a
@@ -42,20 +61,40 @@ func (p *Prober) Run(ctx context.Context) *Report {
 	dctx, cancel := context.WithDeadlineCause(ctx, started.Add(p.cfg.Deadline), errDeadline)
 	defer cancel()
 
-	jobs := p.plan()
-	out := make(chan finished, len(jobs)) // buffered: a worker never blocks on reporting
+	ne, nt := len(p.exits), len(p.targets)
+	n := ne * nt
+	order := rand.New(rand.NewPCG(planSeed, planSeed)).Perm(ne)
+	// Job i is in round i/ne: exit order[i%ne] probes target (exit+round) mod nt.
+	cellOf := func(i int) cell {
+		e := order[i%ne]
+		return cell{e, (e + i/ne) % nt}
+	}
+	index := func(c cell) int { return c.exit*nt + c.target }
+
+	workers := min(p.cfg.Concurrency, n)
+	slots := make([]slot, workers)
+	out := make(chan finished, workers)
 	feed := make(chan int)
 	var wg sync.WaitGroup
-	for range min(p.cfg.Concurrency, len(jobs)) {
+	for w := range workers {
+		s := &slots[w]
 		wg.Go(func() {
 			for i := range feed {
-				out <- finished{i, p.probe(dctx, &jobs[i])}
+				if dctx.Err() != nil {
+					continue // the feed closes soon; start nothing more
+				}
+				s.begin(i)
+				f := finished{i, p.probe(dctx, s, cellOf(i))}
+				select {
+				case out <- f:
+				case <-dctx.Done(): // Run has stopped listening: it records this probe as cut
+				}
 			}
 		})
 	}
 	go func() {
 		defer close(feed)
-		for i := range jobs {
+		for i := range n {
 			select {
 			case feed <- i:
 			case <-dctx.Done():
@@ -64,31 +103,31 @@ func (p *Prober) Run(ctx context.Context) *Report {
 		}
 	}()
 
-	nt := len(p.targets)
-	results := make([]Result, len(jobs))
-	reported := make([]bool, len(jobs))
+	results := make([]Result, n)
+	recorded := make([]bool, n)
+	overall := newAccumulator()
 	done := 0
-	record := func(f finished) {
-		j := &jobs[f.job]
-		results[j.exit*nt+j.target] = f.res
-		reported[f.job] = true
+	record := func(k int, res Result) {
+		results[k] = res
+		recorded[k] = true
+		overall.add(&results[k])
 		done++
 		if p.cfg.Progress != nil {
-			p.cfg.Progress(done, len(jobs))
+			p.cfg.Progress(done, n)
 		}
 	}
 collect:
-	for done < len(jobs) {
+	for done < n {
 		select {
 		case f := <-out:
-			record(f)
+			record(index(cellOf(f.job)), f.res)
 		case <-dctx.Done():
 			// Keep what finished before the deadline, and no more: waiting for the probes in
 			// flight to unwind would let a loaded machine stretch the deadline.
 			for {
 				select {
 				case f := <-out:
-					record(f)
+					record(index(cellOf(f.job)), f.res)
 					continue
 				default:
 				}
@@ -97,55 +136,57 @@ collect:
 		}
 	}
 
-	if done == len(jobs) {
+	if done == n {
 		wg.Wait() // every worker has reported and is leaving: Run leaves nothing running
 	} else {
-		// The rest were never started or are still unwinding: their contexts are cancelled, so
-		// they leave soon, reporting into the buffered channel nobody reads any more. Each is
-		// recorded as cut in the last phase it reached.
+		// The probes in flight are cancelled and unwind on their own, reporting to nobody: each
+		// is recorded as cut in the last phase its slot shows. The rest never started.
 		kind := cutKind(dctx)
 		now := time.Now()
-		for i := range jobs {
-			if reported[i] {
+		for w := range slots {
+			s := &slots[w]
+			i := int(s.job.Load()) - 1
+			if i < 0 {
 				continue
 			}
-			j := &jobs[i]
-			res := p.newResult(j)
-			res.ErrorKind, res.Phase = kind, phase(j.phase.Load()).String()
-			if code := j.status.Load(); code > 0 {
-				res.Status, res.LatencyMS = int(code), msOf(time.Duration(j.latency.Load()))
-			} else if st := j.start.Load(); st > 0 {
-				res.LatencyMS = msOf(now.Sub(time.Unix(0, st)))
+			c := cellOf(i)
+			if k := index(c); !recorded[k] {
+				res := p.newResult(c)
+				res.ErrorKind, res.Phase = kind, phase(s.phase.Load()).String()
+				if code := s.status.Load(); code > 0 {
+					res.Status, res.LatencyMS = int(code), msOf(time.Duration(s.latency.Load()))
+				} else if st := s.start.Load(); st > 0 {
+					res.LatencyMS = msOf(now.Sub(time.Unix(0, st)))
+				}
+				res.Outcome, res.Class = cutVerdict()
+				results[k], recorded[k] = res, true
+				overall.add(&results[k])
 			}
-			res.Outcome, res.Class = cutVerdict()
-			results[j.exit*nt+j.target] = res
 		}
-	}
-	for _, rt := range p.bases {
-		rt.CloseIdleConnections()
+		// One pass over the probes, filling in those never started; they count in the overall
+		// Stats all at once.
+		queued := 0
+		outcome, class := cutVerdict()
+		queuedPhase := phaseQueued.String()
+		for k := range results {
+			if recorded[k] {
+				continue
+			}
+			t := &p.targets[k%nt]
+			results[k] = Result{
+				Exit: p.exits[k/nt].Label(), Target: t.shown, Origin: t.origin,
+				Outcome: outcome, Class: class, ErrorKind: kind, Phase: queuedPhase,
+			}
+			queued++
+		}
+		overall.addCut(kind, queued)
 	}
 
-	rep := NewReport(results, p.policy)
+	rep := newReport(results, overall.stats(), p.policy, grid{exits: ne, targets: nt})
 	rep.Started = started
 	rep.ElapsedMS = msSince(started)
 	rep.DeadlineMS = p.cfg.Deadline.Milliseconds()
 	return rep
-}
-
-// plan lists exits × targets in rounds: in round r, exit e probes target (e+r) mod T, the exits
-// in an order shuffled by a fixed seed (so two runs over one list probe in the same order).
-func (p *Prober) plan() []job {
-	e, t := len(p.exits), len(p.targets)
-	order := rand.New(rand.NewPCG(planSeed, planSeed)).Perm(e)
-	jobs := make([]job, e*t)
-	i := 0
-	for r := range t {
-		for _, x := range order {
-			jobs[i].exit, jobs[i].target = x, (x+r)%t
-			i++
-		}
-	}
-	return jobs
 }
 
 // planSeed seeds the shuffle of the exits.

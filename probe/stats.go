@@ -15,120 +15,153 @@ func Summarize(results []Result, p Policy) Summary {
 	return Summary{Stats: s, Assessment: Assess(s, p)}
 }
 
-// NewReport builds a Report from results under p: overall, per target and per exit (each in the
-// order of first appearance in results). Started, ElapsedMS, DeadlineMS and CutByDeadline are left
-// for the caller; Run fills them in.
+// NewReport builds a Report from results under p: the overall Stats and verdict at once, the
+// summaries per target and per exit (Report.Targets, Report.Exits; each in the order of first
+// appearance in results) when asked for. Started, ElapsedMS and DeadlineMS are left for the
+// caller; Run fills them in. The Report keeps results (it does not copy them): do not change
+// them afterwards.
 func NewReport(results []Result, p Policy) *Report {
+	if results == nil {
+		results = []Result{}
+	}
+	return newReport(results, aggregate(results), p, grid{})
+}
+
+// newReport is the Report of results whose overall Stats are overall, laid out as g says.
+func newReport(results []Result, overall Stats, p Policy, g grid) *Report {
 	if p.Validate() != nil {
 		p = Policy{}
 	}
 	p = p.withDefaults()
-	r := &Report{SchemaVersion: SchemaVersion, Results: results, Policy: p}
-	if r.Results == nil {
-		r.Results = []Result{}
+	a := Assess(overall, p)
+	return &Report{
+		SchemaVersion: SchemaVersion, Results: results, Policy: p, grid: g,
+		Overall: overall, Verdict: a.Verdict, Reasons: a.Reasons, Recommendation: a.Recommendation,
+		CutByDeadline: overall.Cut > 0,
 	}
-	overall := Summarize(results, p)
-	r.Overall = overall.Stats
-	r.Verdict, r.Reasons, r.Recommendation = overall.Verdict, overall.Reasons, overall.Recommendation
-	r.CutByDeadline = overall.Cut > 0
-
-	type group struct {
-		key     string
-		origin  string
-		results []Result
-	}
-	var byTarget, byExit []*group
-	ti, ei := map[string]*group{}, map[string]*group{}
-	for _, res := range results {
-		g := ti[res.Target]
-		if g == nil {
-			g = &group{key: res.Target, origin: res.Origin}
-			ti[res.Target] = g
-			byTarget = append(byTarget, g)
-		}
-		g.results = append(g.results, res)
-		g = ei[res.Exit]
-		if g == nil {
-			g = &group{key: res.Exit}
-			ei[res.Exit] = g
-			byExit = append(byExit, g)
-		}
-		g.results = append(g.results, res)
-	}
-	r.Targets = make([]TargetSummary, 0, len(byTarget))
-	for _, g := range byTarget {
-		r.Targets = append(r.Targets, TargetSummary{Target: g.key, Origin: g.origin, Summary: Summarize(g.results, p)})
-	}
-	r.Exits = make([]ExitSummary, 0, len(byExit))
-	for _, g := range byExit {
-		r.Exits = append(r.Exits, ExitSummary{Exit: g.key, Summary: Summarize(g.results, p)})
-	}
-	return r
 }
 
 func aggregate(results []Result) Stats {
-	s := Stats{
-		Probes:   len(results),
-		Statuses: map[string]int{},
-		Classes:  map[string]int{},
-		Failures: map[string]int{},
-	}
-	var lat []float64
-	var ra []int64
+	a := newAccumulator()
 	for i := range results {
-		r := &results[i]
-		if r.cut() {
-			s.Cut++
-		} else {
-			s.Completed++
+		a.add(&results[i])
+	}
+	return a.stats()
+}
+
+// accumulator folds Results into Stats one at a time, so that Run aggregates as the probes
+// finish instead of after the deadline. The zero value is not ready: use newAccumulator.
+type accumulator struct {
+	s   Stats
+	lat []float64 // latencies of the probes that received a response
+	ra  []int64   // Retry-After values
+}
+
+func newAccumulator() *accumulator {
+	return &accumulator{s: Stats{Statuses: map[string]int{}, Classes: map[string]int{}, Failures: map[string]int{}}}
+}
+
+// reset empties a, keeping its storage.
+func (a *accumulator) reset() {
+	st, cl, fl, det := a.s.Statuses, a.s.Classes, a.s.Failures, a.s.Detectors
+	clear(st)
+	clear(cl)
+	clear(fl)
+	clear(det)
+	a.s = Stats{Statuses: st, Classes: cl, Failures: fl, Detectors: det}
+	a.lat, a.ra = a.lat[:0], a.ra[:0]
+}
+
+// add folds r in.
+func (a *accumulator) add(r *Result) {
+	s := &a.s
+	s.Probes++
+	if r.cut() {
+		s.Cut++
+	} else {
+		s.Completed++
+	}
+	ok := r.Success()
+	if ok {
+		s.Successes++
+	}
+	if r.Status > 0 {
+		s.Responses++
+		s.Statuses[statusKey(r.Status)]++
+		a.lat = append(a.lat, r.LatencyMS)
+	}
+	if r.Class != "" {
+		s.Classes[string(r.Class)]++
+	}
+	if !ok {
+		cause := r.ErrorKind
+		if cause == "" {
+			cause = string(r.Class)
 		}
-		if r.Success() {
-			s.Successes++
-		}
-		if r.Status > 0 {
-			s.Responses++
-			s.Statuses[strconv.Itoa(r.Status)]++
-			lat = append(lat, r.LatencyMS)
-		}
-		if r.Class != "" {
-			s.Classes[string(r.Class)]++
-		}
-		if !r.Success() {
-			cause := r.ErrorKind
-			if cause == "" {
-				cause = string(r.Class)
+		s.Failures[cause]++
+	}
+	if r.Status == 429 {
+		s.Throttled++
+	}
+	if r.Blocked {
+		s.Blocked++
+		if r.Detector != "" {
+			if s.Detectors == nil { // absent from the JSON when nil or empty
+				s.Detectors = map[string]int{}
 			}
-			s.Failures[cause]++
-		}
-		if r.Status == 429 {
-			s.Throttled++
-		}
-		if r.Blocked {
-			s.Blocked++
-			if r.Detector != "" {
-				if s.Detectors == nil {
-					s.Detectors = map[string]int{}
-				}
-				s.Detectors[r.Detector]++
-			}
-		}
-		if r.Outcome == pool.Permanent && r.Scope == pool.ScopeExit {
-			s.Permanent++
-		}
-		if r.RetryAfterMS > 0 {
-			ra = append(ra, r.RetryAfterMS)
+			s.Detectors[r.Detector]++
 		}
 	}
+	if r.Outcome == pool.Permanent && r.Scope == pool.ScopeExit {
+		s.Permanent++
+	}
+	if r.RetryAfterMS > 0 {
+		a.ra = append(a.ra, r.RetryAfterMS)
+	}
+}
+
+// addCut folds in n probes cut before they started, all alike (kind "deadline" or "canceled",
+// class canceled, no response): one step for the many the deadline leaves queued.
+func (a *accumulator) addCut(kind string, n int) {
+	if n == 0 {
+		return
+	}
+	s := &a.s
+	s.Probes += n
+	s.Cut += n
+	s.Classes[string(pool.ClassCanceled)] += n
+	s.Failures[kind] += n
+}
+
+// stats returns the Stats folded so far. It sorts the latencies in place; add may still be
+// called afterwards.
+func (a *accumulator) stats() Stats {
+	s := a.s
 	if s.Probes > 0 {
 		s.SuccessRate = math.Round(float64(s.Successes)/float64(s.Probes)*1e4) / 1e4
 	}
-	s.LatencyMS = latency(lat)
-	if len(ra) > 0 {
-		slices.Sort(ra)
-		s.RetryAfterMS = &RetryAfter{Count: len(ra), P50: ra[rank(50, len(ra))], Max: ra[len(ra)-1]}
+	s.LatencyMS = latency(a.lat)
+	if len(a.ra) > 0 {
+		slices.Sort(a.ra)
+		s.RetryAfterMS = &RetryAfter{Count: len(a.ra), P50: a.ra[rank(50, len(a.ra))], Max: a.ra[len(a.ra)-1]}
 	}
 	return s
 }
+
+// statusKey is the decimal form of an HTTP status code, without an allocation for the usual ones.
+func statusKey(code int) string {
+	if code >= 100 && code < 600 {
+		return statusKeys[code-100]
+	}
+	return strconv.Itoa(code)
+}
+
+var statusKeys = func() (k [500]string) {
+	for i := range k {
+		k[i] = strconv.Itoa(i + 100)
+	}
+	return k
+}()
 
 // latency summarises values (milliseconds); it sorts them in place.
 func latency(v []float64) Latency {

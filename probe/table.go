@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strconv"
@@ -8,10 +9,16 @@ import (
 	"text/tabwriter"
 )
 
+// tableBlock is how many rows WriteTable aligns at a time: the columns of a block are as wide as
+// its widest cell, and a block is all the table holds in memory, however many exits there are.
+const tableBlock = 1000
+
 // WriteTable writes r for people: the verdict and its reasons, the recommendation, then one row
-// per target and one per exit. Machines should read the JSON instead.
+// per target and one per exit (aligned in blocks of a thousand rows). Machines should read the
+// JSON instead.
 func (r *Report) WriteTable(w io.Writer) error {
-	ew := &errWriter{w: w}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	ew := &errWriter{w: bw}
 	cut := ""
 	if r.CutByDeadline {
 		cut = fmt.Sprintf(", %d cut by the deadline", r.Overall.Cut)
@@ -25,17 +32,36 @@ func (r *Report) WriteTable(w io.Writer) error {
 		b.Initial, b.Cap, b.MaxRetries, r.Recommendation.ConcurrencyFactor)
 
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tVERDICT\tSUCCESS\tP50 ms\tP95 ms\tP99 ms\t429\tBLOCKED\tCUT\tSTATUSES\tFAILURES")
-	for _, t := range r.Targets {
-		row(tw, t.Target, &t.Summary)
+	n := 0
+	flush := func() {
+		if n++; n%tableBlock == 0 {
+			tw.Flush()
+		}
 	}
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "EXIT\tVERDICT\tSUCCESS\tP50 ms\tP95 ms\tP99 ms\t429\tBLOCKED\tCUT\tSTATUSES\tFAILURES")
-	for _, e := range r.Exits {
-		row(tw, e.Exit, &e.Summary)
+	fmt.Fprintln(tw, "TARGET\tVERDICT\tSUCCESS\tP50 ms\tP95 ms\tP99 ms\t429\tBLOCKED\tCUT\tSTATUSES\tFAILURES")
+	for t := range r.Targets() {
+		if ew.err != nil {
+			return ew.err
+		}
+		row(tw, t.Target, &t.Summary)
+		flush()
 	}
 	tw.Flush()
-	return ew.err
+	n = 0
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "EXIT\tVERDICT\tSUCCESS\tP50 ms\tP95 ms\tP99 ms\t429\tBLOCKED\tCUT\tSTATUSES\tFAILURES")
+	for e := range r.Exits() {
+		if ew.err != nil {
+			return ew.err
+		}
+		row(tw, e.Exit, &e.Summary)
+		flush()
+	}
+	tw.Flush()
+	if ew.err != nil {
+		return ew.err
+	}
+	return bw.Flush()
 }
 
 func row(w io.Writer, name string, s *Summary) {

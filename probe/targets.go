@@ -13,12 +13,16 @@ import (
 // maxTargetErrors bounds how many bad lines ReadTargets reports.
 const maxTargetErrors = 10
 
+// MaxTargetLine is the longest line ReadTargets reads, in bytes, its line break included.
+const MaxTargetLine = 1 << 20
+
 // ReadTargets reads a target list: one absolute http or https URL per line. Blank lines and lines
 // starting with # are skipped. Errors give the line number and the URL with its credentials
-// redacted; up to ten bad lines are reported together.
+// redacted; up to ten bad lines are reported together. A line longer than MaxTargetLine ends the
+// reading with an error naming its number and the limit, and none of its text.
 func ReadTargets(r io.Reader) ([]string, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	sc.Buffer(make([]byte, 0, 4096), MaxTargetLine)
 	var (
 		targets []string
 		errs    []error
@@ -39,7 +43,10 @@ func ReadTargets(r io.Reader) ([]string, error) {
 		}
 		targets = append(targets, t.raw)
 	}
-	if err := sc.Err(); err != nil {
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		errs = append(errs, fmt.Errorf("line %d: longer than %d bytes (%d MiB), the longest line a target list may have", line+1, MaxTargetLine, MaxTargetLine>>20))
+	case err != nil:
 		errs = append(errs, fmt.Errorf("after line %d: %w", line, err))
 	}
 	if len(errs) > 0 {

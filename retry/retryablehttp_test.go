@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
@@ -28,13 +28,13 @@ const challengePage = `<!DOCTYPE html><html><head><title>Just a moment...</title
 // Retries move to another exit, one that has not failed the request, whatever way the exits
 // fail: 407, refused, hanging, 429 from the origin for one exit, a challenge page for another.
 func TestRetryablehttpMovesToHealthyExit(t *testing.T) {
-	w := newWorld(t, false, nil, []proxySpec{
-		{name: "ok"},
-		{name: "auth", user: "bob", wrongPass: true},
-		{name: "dead", dead: true},
-		{name: "hang", hang: true},
-		{name: "capped"},
-		{name: "waf"},
+	w := newWorld(t, false, nil, []testkit.ExitSpec{
+		{Name: "ok"},
+		{Name: "auth", User: "bob", WrongPass: true},
+		{Name: "dead", Dead: true},
+		{Name: "hang", Hang: true},
+		{Name: "capped"},
+		{Name: "waf"},
 	}, func(rw http.ResponseWriter, r *http.Request, via string) int {
 		switch via {
 		case "capped":
@@ -96,27 +96,6 @@ func TestRetryablehttpMovesToHealthyExit(t *testing.T) {
 	}
 }
 
-// advance moves clk forward by step whenever a goroutine waits on it, until done is closed. It
-// returns how far it moved the clock.
-func advance(t *testing.T, clk *clock.Fake, step time.Duration, done <-chan struct{}) {
-	t.Helper()
-	for i := 0; ; i++ {
-		select {
-		case <-done:
-			return
-		default:
-		}
-		if i > 50_000_000 {
-			t.Fatal("the request neither finished nor waited on the clock")
-		}
-		if clk.Timers() > 0 {
-			clk.Advance(step)
-			continue
-		}
-		runtime.Gosched()
-	}
-}
-
 // timedPrepare wraps p.PrepareRetry to record how long each call waited on clk.
 func timedPrepare(clk *clock.Fake, p *retry.Policy, waits *[]time.Duration) func(*http.Request) error {
 	var mu sync.Mutex
@@ -145,7 +124,7 @@ func TestRetryablehttpHonoursRetryAfter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(t0)
 			var answered atomic.Bool
-			w := newWorld(t, false, clk, []proxySpec{{name: "a"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
+			w := newWorld(t, false, clk, []testkit.ExitSpec{{Name: "a"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
 				if !answered.Swap(true) {
 					rw.Header().Set("Retry-After", tc.retryAfter)
 					rw.WriteHeader(http.StatusTooManyRequests)
@@ -159,14 +138,7 @@ func TestRetryablehttpHonoursRetryAfter(t *testing.T) {
 			var waits []time.Duration
 			c.PrepareRetry = timedPrepare(clk, p, &waits)
 
-			done := make(chan struct{})
-			var body string
-			var err error
-			go func() {
-				defer close(done)
-				body, _, err = get(transport.ContextWithRetries(context.Background()), c, w.origin.URL+"/")
-			}()
-			advance(t, clk, step, done)
+			body, _, err := getDriven(t, clk, step, c, w.origin.URL+"/")
 			if err != nil || body != "via a" {
 				t.Fatalf("Do = %q, %v; want \"via a\"", body, err)
 			}
@@ -195,7 +167,7 @@ func TestRetryablehttpWaitsForSoonestProbe(t *testing.T) {
 	const step = 100 * time.Millisecond
 	clk := clock.NewFake(t0)
 	var answered atomic.Bool
-	w := newWorld(t, false, clk, []proxySpec{{name: "a"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
+	w := newWorld(t, false, clk, []testkit.ExitSpec{{Name: "a"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
 		if !answered.Swap(true) {
 			rw.Header().Set("Content-Type", "text/html")
 			rw.WriteHeader(http.StatusForbidden)
@@ -216,14 +188,7 @@ func TestRetryablehttpWaitsForSoonestProbe(t *testing.T) {
 	var waits []time.Duration
 	c.PrepareRetry = timedPrepare(clk, p, &waits)
 
-	done := make(chan struct{})
-	var body string
-	var err error
-	go func() {
-		defer close(done)
-		body, _, err = get(transport.ContextWithRetries(context.Background()), c, w.origin.URL+"/")
-	}()
-	advance(t, clk, step, done)
+	body, _, err := getDriven(t, clk, step, c, w.origin.URL+"/")
 	if err != nil || body != "via a" {
 		t.Fatalf("Do = %q, %v; want \"via a\"", body, err)
 	}
@@ -250,7 +215,7 @@ func TestRetryablehttpWaitRetryAfter(t *testing.T) {
 	for _, waitRA := range []bool{false, true} {
 		t.Run(fmt.Sprintf("WaitRetryAfter=%v", waitRA), func(t *testing.T) {
 			clk := clock.NewFake(t0)
-			w := newWorld(t, false, clk, []proxySpec{{name: "capped"}, {name: "ok"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
+			w := newWorld(t, false, clk, []testkit.ExitSpec{{Name: "capped"}, {Name: "ok"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
 				if via == "capped" {
 					rw.Header().Set("Retry-After", "7")
 					rw.WriteHeader(http.StatusTooManyRequests)
@@ -265,15 +230,8 @@ func TestRetryablehttpWaitRetryAfter(t *testing.T) {
 				if i == 64 {
 					t.Fatal("64 requests never went through capped")
 				}
-				done := make(chan struct{})
-				var body, exit string
-				var err error
 				start, before := clk.Now(), len(w.served())
-				go func() {
-					defer close(done)
-					body, exit, err = get(transport.ContextWithRetries(context.Background()), c, w.origin.URL+"/")
-				}()
-				advance(t, clk, step, done)
+				body, exit, err := getDriven(t, clk, step, c, w.origin.URL+"/")
 				if err != nil || exit != "ok" {
 					t.Fatalf("Do = %q via %q, %v; want via ok", body, exit, err)
 				}
@@ -304,10 +262,10 @@ func TestRetryablehttpStopsOn407Pool(t *testing.T) {
 			name = "https" // CONNECT answered 407: an *AttemptError wrapping a *ProxyConnectError
 		}
 		t.Run(name, func(t *testing.T) {
-			w := newWorld(t, tlsOrigin, nil, []proxySpec{
-				{name: "a", user: "alice", wrongPass: true},
-				{name: "b", user: "bob", wrongPass: true},
-				{name: "c", user: "carol", wrongPass: true},
+			w := newWorld(t, tlsOrigin, nil, []testkit.ExitSpec{
+				{Name: "a", User: "alice", WrongPass: true},
+				{Name: "b", User: "bob", WrongPass: true},
+				{Name: "c", User: "carol", WrongPass: true},
 			}, nil)
 			tr := w.transport(t)
 			p := newPolicy(t, retry.Settings{})
@@ -357,7 +315,7 @@ func TestRetryablehttpStopsOn407Pool(t *testing.T) {
 					t.Errorf("errors.As: ResponseError %+v; want a 407 classified proxy_auth", re)
 				}
 			}
-			for label, px := range w.proxies {
+			for label, px := range w.Proxies {
 				if got := px.Rejected(); got != 1 {
 					t.Errorf("proxy %s refused %d requests, want 1: each exit tried once", label, got)
 				}
@@ -372,7 +330,7 @@ func TestRetryablehttpStopsOn407Pool(t *testing.T) {
 // A soonest probe beyond the client's RetryWaitMax: give up at once, saying when to come back.
 func TestRetryablehttpGivesUpBeyondMaxWait(t *testing.T) {
 	clk := clock.NewFake(t0)
-	w := newWorld(t, false, clk, []proxySpec{{name: "a"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
+	w := newWorld(t, false, clk, []testkit.ExitSpec{{Name: "a"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
 		rw.Header().Set("Retry-After", "60")
 		rw.WriteHeader(http.StatusTooManyRequests)
 		return http.StatusTooManyRequests
@@ -399,7 +357,7 @@ func TestRetryablehttpGivesUpBeyondMaxWait(t *testing.T) {
 
 // Outcomes that say nothing about the exit are not retried: the client returns them as they are.
 func TestRetryablehttpStopsOnNeutral(t *testing.T) {
-	w := newWorld(t, false, nil, []proxySpec{{name: "a"}, {name: "b"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
+	w := newWorld(t, false, nil, []testkit.ExitSpec{{Name: "a"}, {Name: "b"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
 		switch r.URL.Path {
 		case "/bug":
 			rw.WriteHeader(http.StatusInternalServerError)
@@ -430,7 +388,7 @@ func TestRetryablehttpStopsOnNeutral(t *testing.T) {
 // The caller's cancellation ends a wait for the soonest probe.
 func TestRetryablehttpCancelledWhileWaiting(t *testing.T) {
 	clk := clock.NewFake(t0)
-	w := newWorld(t, false, clk, []proxySpec{{name: "a"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
+	w := newWorld(t, false, clk, []testkit.ExitSpec{{Name: "a"}}, func(rw http.ResponseWriter, r *http.Request, via string) int {
 		rw.Header().Set("Retry-After", "20")
 		rw.WriteHeader(http.StatusTooManyRequests)
 		return http.StatusTooManyRequests

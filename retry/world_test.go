@@ -2,13 +2,10 @@ package retry_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
@@ -29,14 +27,14 @@ var (
 	_ retryablehttp.PrepareRetry = (*retry.Policy)(nil).PrepareRetry
 )
 
-// world is a set of local proxies, named like the exits that point at them, and one origin that
-// knows which proxy carried each request (proxytest.Registry) and answers through handle.
+// world is a set of local proxies (testkit.World), named like the exits that point at them, and
+// one origin that knows which proxy carried each request (proxytest.Registry) and answers through
+// handle.
 type world struct {
-	reg     *proxytest.Registry
-	origin  *httptest.Server
-	exits   []*pool.Exit
-	proxies map[string]*proxytest.Proxy
-	clk     *clock.Fake // nil: real time
+	*testkit.World
+	reg    *proxytest.Registry
+	origin *httptest.Server
+	clk    *clock.Fake // nil: real time
 
 	mu   sync.Mutex
 	seen []served // every request the origin answered, in order
@@ -49,22 +47,13 @@ type served struct {
 	at     time.Time // on the world's clock
 }
 
-// proxySpec is one proxy and the exit that dials it.
-type proxySpec struct {
-	name      string
-	user      string // the proxy demands Basic credentials user:right
-	wrongPass bool   // the exit dials with a wrong password (407)
-	hang      bool   // the proxy accepts and never answers
-	dead      bool   // nothing listens where the exit points (refused)
-}
-
 // handler decides the origin's answer to a request that came via the named proxy; it writes the
 // status it returns, or returns 0 to let the origin answer 200 "via NAME".
 type handler func(w http.ResponseWriter, r *http.Request, via string) int
 
-func newWorld(t *testing.T, tlsOrigin bool, clk *clock.Fake, specs []proxySpec, h handler) *world {
+func newWorld(t *testing.T, tlsOrigin bool, clk *clock.Fake, specs []testkit.ExitSpec, h handler) *world {
 	t.Helper()
-	w := &world{reg: &proxytest.Registry{}, proxies: map[string]*proxytest.Proxy{}, clk: clk}
+	w := &world{reg: &proxytest.Registry{}, clk: clk}
 	w.origin = httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		via, _ := w.reg.Lookup(r)
 		status := 0
@@ -85,41 +74,7 @@ func newWorld(t *testing.T, tlsOrigin bool, clk *clock.Fake, specs []proxySpec, 
 		w.origin.Start()
 	}
 	t.Cleanup(w.origin.Close)
-	// Dead exits get their closed addresses last, so that no proxy started here is handed the port.
-	urls := make([]*url.URL, len(specs))
-	for i, s := range specs {
-		if s.dead {
-			continue
-		}
-		cfg := proxytest.Config{Name: s.name, Registry: w.reg, Hang: s.hang}
-		if s.user != "" {
-			cfg.User, cfg.Pass = s.user, "right"
-		}
-		p, err := proxytest.Start(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		w.proxies[s.name] = p
-		urls[i] = p.URL()
-		if s.wrongPass {
-			urls[i] = p.URLWithCredentials(s.user, "wrong")
-		}
-	}
-	for i, s := range specs {
-		if s.dead {
-			addr, err := proxytest.ClosedAddr()
-			if err != nil {
-				t.Fatal(err)
-			}
-			urls[i] = &url.URL{Scheme: "http", Host: addr}
-		}
-		e, err := pool.NewExit(urls[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.exits = append(w.exits, e.WithLabel(s.name))
-	}
+	w.World = testkit.StartWorld(t, w.reg, specs...)
 	return w
 }
 
@@ -148,28 +103,11 @@ func (w *world) transport(t *testing.T, opts ...transport.Option) *transport.Tra
 // world hangs, so nothing needs it.
 func (w *world) transportWith(t *testing.T, popts []pool.Option, opts ...transport.Option) *transport.Transport {
 	t.Helper()
-	tmpl := transport.DefaultBaseTemplate()
-	if c := w.origin.Certificate(); c != nil && w.origin.TLS != nil {
-		roots := x509.NewCertPool()
-		roots.AddCert(c)
-		tmpl.TLSClientConfig = &tls.Config{RootCAs: roots}
-	}
-	popts = append([]pool.Option{pool.WithExits(w.exits...)}, popts...)
-	opts = append([]transport.Option{transport.WithBaseTemplate(tmpl)}, opts...)
 	if w.clk != nil {
 		popts = append(popts, pool.WithClock(w.clk))
 		opts = append(opts, transport.WithHeaderTimeout(-1))
 	}
-	p, err := pool.New(popts...)
-	if err != nil {
-		t.Fatalf("pool.New = %v", err)
-	}
-	tr, err := transport.New(p, opts...)
-	if err != nil {
-		t.Fatalf("transport.New = %v", err)
-	}
-	t.Cleanup(func() { tr.Close() })
-	return tr
+	return w.Transport(t, w.origin, popts, opts...)
 }
 
 // client is a real retryablehttp client over tr with p's hooks. The client's own sleeps are
@@ -240,4 +178,18 @@ func get(ctx context.Context, c *retryablehttp.Client, u string) (body string, e
 		return string(b), exit, fmt.Errorf("status %d", resp.StatusCode)
 	}
 	return string(b), exit, err
+}
+
+// getDriven is get on a fake-clock world: it sends one logical request through c in another
+// goroutine and moves clk by step whenever that request waits on it (testkit.DriveClock), until
+// the request is done.
+func getDriven(t *testing.T, clk *clock.Fake, step time.Duration, c *retryablehttp.Client, u string) (body, exit string, err error) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body, exit, err = get(transport.ContextWithRetries(context.Background()), c, u)
+	}()
+	testkit.DriveClock(t, clk, step, done)
+	return body, exit, err
 }

@@ -2,11 +2,12 @@ package statuspage
 
 import (
 	"bytes"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"math"
 	"mime"
 	"net/http"
@@ -20,6 +21,9 @@ import (
 // DefaultMaxPairs is how many pair rows a page shows by default: the most severe first.
 const DefaultMaxPairs = 1000
 
+// DefaultRefresh is how often the HTML page fetches itself anew and updates in place.
+const DefaultRefresh = 5 * time.Second
+
 // Source is what the page shows. *pool.Pool implements it.
 type Source interface {
 	Snapshot() pool.Snapshot
@@ -29,10 +33,12 @@ type Source interface {
 // prefers application/json, else as an HTML page. It answers GET and HEAD. It is safe for
 // concurrent use; each request reads one snapshot.
 type Handler struct {
-	src      Source
-	title    string
-	refresh  time.Duration
-	maxPairs int
+	src         Source
+	title       string
+	refresh     time.Duration
+	maxPairs    int
+	gridExits   int
+	gridOrigins int
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -49,8 +55,10 @@ func WithTitle(title string) Option {
 	return optionFunc(func(h *Handler) error { h.title = title; return nil })
 }
 
-// WithRefresh makes the HTML page reload itself every d (a meta refresh), rounded to whole
-// seconds, at least one. Default: no reload.
+// WithRefresh sets how often the HTML page updates itself: an inline script fetches the page
+// every d and swaps in the new content without a reload (keeping the scroll position); without
+// JavaScript, a meta refresh reloads it every d rounded to whole seconds, at least one. Zero makes
+// a static page. Default DefaultRefresh.
 func WithRefresh(d time.Duration) Option {
 	return optionFunc(func(h *Handler) error {
 		if d < 0 {
@@ -68,12 +76,20 @@ func WithMaxPairs(n int) Option {
 	return optionFunc(func(h *Handler) error { h.maxPairs = n; return nil })
 }
 
+// WithGrid bounds the exit × origin grid: at most exits rows (the exits in the most trouble) and
+// origins columns (the origins with the most breaker activity); the page says how many it left
+// out. Negative shows all. Defaults DefaultGridExits and DefaultGridOrigins.
+func WithGrid(exits, origins int) Option {
+	return optionFunc(func(h *Handler) error { h.gridExits, h.gridOrigins = exits, origins; return nil })
+}
+
 // New returns a Handler showing src.
 func New(src Source, opts ...Option) (*Handler, error) {
 	if src == nil {
 		return nil, errors.New("statuspage: New: nil source")
 	}
-	h := &Handler{src: src, title: "proxybreaker", maxPairs: DefaultMaxPairs}
+	h := &Handler{src: src, title: "proxybreaker", refresh: DefaultRefresh, maxPairs: DefaultMaxPairs,
+		gridExits: DefaultGridExits, gridOrigins: DefaultGridOrigins}
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -85,8 +101,20 @@ func New(src Source, opts ...Option) (*Handler, error) {
 	return h, nil
 }
 
-// Table returns the table the page would show now.
-func (h *Handler) Table() Table { return BuildTable(h.src.Snapshot(), h.maxPairs) }
+// Table returns the table the page would show now, its grid sorted by status.
+func (h *Handler) Table() Table { return h.table(SortStatus) }
+
+func (h *Handler) table(sort string) Table {
+	return build(h.src.Snapshot(), layout{maxPairs: h.maxPairs, gridExits: h.gridExits, gridOrigins: h.gridOrigins, sort: sort})
+}
+
+// sortParam is the grid order a request asks for with ?sort=; anything unknown is SortStatus.
+func sortParam(r *http.Request) string {
+	if r.URL.Query().Get("sort") == SortName {
+		return SortName
+	}
+	return SortStatus
+}
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -95,7 +123,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	t := h.Table()
+	t := h.table(sortParam(r))
 	var buf bytes.Buffer
 	hdr := w.Header()
 	hdr.Set("Cache-Control", "no-store")
@@ -110,12 +138,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		hdr.Set("Content-Type", "application/json")
 	} else {
-		if err := page.Execute(&buf, pageData{Title: h.title, Refresh: refreshSeconds(h.refresh), Table: t}); err != nil {
+		if err := render(&buf, h.title, h.refresh, t); err != nil {
 			http.Error(w, "statuspage: rendering the page failed", http.StatusInternalServerError)
 			return
 		}
 		hdr.Set("Content-Type", "text/html; charset=utf-8")
-		hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		hdr.Set("Content-Security-Policy", csp)
 	}
 	hdr.Set("Content-Length", strconv.Itoa(buf.Len()))
 	if r.Method == http.MethodHead {
@@ -155,31 +183,12 @@ func wantsJSON(r *http.Request) bool {
 	return jsonQ > 0 && jsonQ > htmlQ
 }
 
-func refreshSeconds(d time.Duration) int {
-	if d <= 0 {
-		return 0
-	}
-	return max(int(d.Round(time.Second)/time.Second), 1)
+// csp lets the page run its one inline script (by hash) and fetch itself, and nothing else: no
+// external assets, no frames, no forms.
+var csp = "default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-" + scriptHash(liveJS) +
+	"'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+func scriptHash(js string) string {
+	sum := sha256.Sum256([]byte(js))
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
-
-type pageData struct {
-	Title   string
-	Refresh int
-	Table   Table
-}
-
-//go:embed page.html
-var pageHTML string
-
-var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"when": func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format("15:04:05 MST")
-	},
-	"stamp": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"secs": func(s float64) string {
-		return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
-	},
-}).Parse(pageHTML))

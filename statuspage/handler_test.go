@@ -96,7 +96,10 @@ func TestJSON(t *testing.T) {
 			t.Errorf("%s in order = %s, want %s", c.what, c.got, c.want)
 		}
 	}
-	want := statuspage.Summary{Exits: 3, ExitsParked: 1, ExitsOpen: 2, PairsTracked: 4, PairsOpen: 1, PairsHalfOpen: 1, OriginsOpen: 1}
+	// a-healthy's own breaker is CLOSED but its pair for shop.example is OPEN: degraded. b-open is
+	// OPEN (cooling), c-… parked: both down.
+	want := statuspage.Summary{Exits: 3, ExitsParked: 1, ExitsOpen: 2, PairsTracked: 4, PairsOpen: 1, PairsHalfOpen: 1, OriginsOpen: 1,
+		ExitsHealthy: 0, ExitsDegraded: 1, ExitsDown: 2, ExitsCooling: 1, ExitsProbing: 0, Origins: 3, OriginsHalfOpen: 0}
 	if got.Summary != want {
 		t.Errorf("summary = %+v, want %+v", got.Summary, want)
 	}
@@ -148,21 +151,24 @@ func TestHTML(t *testing.T) {
 	page := string(body)
 	for _, want := range []string{
 		"<title>pool &lt;one&gt;</title>",
-		`<meta http-equiv="refresh" content="5">`,
+		`<noscript><meta http-equiv="refresh" content="5"></noscript>`, // without JavaScript
+		`data-refresh-ms="5000"`,                                       // the live script's period
 		"c-&lt;b&gt;parked&lt;/b&gt;",
 		"down.example&lt;script&gt;",
-		"open (parked)",
+		"<td>parked</td>",
 		"in 15m0s (12:15:00 UTC)",
 		"proxy_auth",
 		"rate_limited",
 		"0.25/s",
-		"3 exits, 1 parked, 2 open",
+		`<td class="num rate">—</td>`, // a pair with no rate: no limit
+		`id="ov-exits" data-n="3"`, `id="ov-healthy" data-n="0"`, `id="ov-degraded" data-n="1"`, `id="ov-down" data-n="2"`,
+		statuspage.HintFor(pool.ClassProxyAuth),
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	for _, bad := range []string{"<b>parked</b>", "<script>"} {
+	for _, bad := range []string{"<b>parked</b>", "down.example<script>", `<td class="num rate"></td>`} {
 		if strings.Contains(page, bad) {
 			t.Errorf("page contains unescaped %q", bad)
 		}

@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -9,26 +10,50 @@ import (
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
+// An exit's status on the page, from its own breaker and its pairs'.
+const (
+	StatusHealthy  = "healthy"  // its own breaker is CLOSED and so are all its pairs'
+	StatusDegraded = "degraded" // its own breaker is CLOSED, some of its pairs' are OPEN or HALF_OPEN
+	StatusDown     = "down"     // its own breaker is parked, OPEN or HALF_OPEN: no regular traffic
+)
+
 // Table is the breaker table as the page shows it, and its JSON form. It holds no credentials:
-// exits appear by label.
+// exits appear by label, failures by class. Fields are only ever added to its JSON, never renamed.
 type Table struct {
 	At      time.Time   `json:"at"`
 	Summary Summary     `json:"summary"`
-	Exits   []ExitRow   `json:"exits"`   // parked first, then OPEN, HALF_OPEN, CLOSED; by tier, label
+	Exits   []ExitRow   `json:"exits"`   // down first (parked, OPEN, HALF_OPEN), then degraded, healthy; by tier, label
 	Pairs   []PairRow   `json:"pairs"`   // pairs of parked exits first, then by state; by exit, origin
 	Origins []OriginRow `json:"origins"` // OPEN, HALF_OPEN, then CLOSED; by origin
+	// Actions are the failure classes behind the breakers that are not CLOSED, the most exits down
+	// first, each with what to do about it.
+	Actions []Action `json:"actions"`
+	// Hints maps each failure class the table shows to what to do about it (see HintFor).
+	Hints map[string]string `json:"hints"`
+	// Grid is the exit × origin grid, bounded in rows and columns.
+	Grid Grid `json:"grid"`
 }
 
-// Summary counts what the table holds, before any row limit.
+// Summary counts what the table holds, before any row limit. The exit counts add up:
+// Exits = ExitsHealthy + ExitsDegraded + ExitsDown, and ExitsDown = ExitsParked + ExitsCooling +
+// ExitsProbing.
 type Summary struct {
 	Exits         int `json:"exits"`
 	ExitsParked   int `json:"exits_parked"`
-	ExitsOpen     int `json:"exits_open"` // parked ones included
+	ExitsOpen     int `json:"exits_open"` // own breaker OPEN, parked ones included
 	PairsTracked  int `json:"pairs_tracked"`
 	PairsOpen     int `json:"pairs_open"`
 	PairsHalfOpen int `json:"pairs_half_open"`
 	PairsOmitted  int `json:"pairs_omitted"` // beyond WithMaxPairs, the least severe
-	OriginsOpen   int `json:"origins_open"`
+	OriginsOpen   int `json:"origins_open"`  // origins whose guard is OPEN: picks for them fail fast
+
+	ExitsHealthy    int `json:"exits_healthy"`     // StatusHealthy
+	ExitsDegraded   int `json:"exits_degraded"`    // StatusDegraded
+	ExitsDown       int `json:"exits_down"`        // StatusDown: parked, cooling or probing
+	ExitsCooling    int `json:"exits_cooling"`     // down: OPEN, not parked, waiting for its probe
+	ExitsProbing    int `json:"exits_probing"`     // down: HALF_OPEN, not parked, its probes decide
+	Origins         int `json:"origins"`           // origins the pool tracks: a guard or a pair breaker
+	OriginsHalfOpen int `json:"origins_half_open"` // origins whose guard is HALF_OPEN: a probe decides
 }
 
 // Breaker is one breaker's row cells.
@@ -56,6 +81,14 @@ type ExitRow struct {
 	Weight   float64 `json:"weight"`
 	InFlight int     `json:"in_flight"`
 	Breaker
+	// Display is the label in compact form ("user@host:port" for "http://user:xxxxx@host:port"),
+	// unique in the table; Exit stays the key.
+	Display string `json:"display"`
+	// Status is StatusHealthy, StatusDegraded or StatusDown.
+	Status string `json:"status"`
+	// PairsOpen and PairsHalfOpen count the exit's pairs in those states, all origins.
+	PairsOpen     int `json:"pairs_open"`
+	PairsHalfOpen int `json:"pairs_half_open"`
 }
 
 // PairRow is one (exit, origin) breaker. ExitParked marks pairs whose exit is parked: the pair's own
@@ -65,9 +98,11 @@ type PairRow struct {
 	Origin     string `json:"origin"`
 	ExitParked bool   `json:"exit_parked"`
 	// Rate is the pair's token rate in requests a second when rate limits give it a bucket (a
-	// per-pair limit, or a pace cut by 429s); 0 when it has none.
+	// per-pair limit, or a pace cut by 429s); 0 when it has none: no limit.
 	Rate float64 `json:"rate,omitempty"`
 	Breaker
+	// Display is the exit's display name (see ExitRow.Display).
+	Display string `json:"display"`
 }
 
 // OriginRow is one origin's guard.
@@ -76,42 +111,121 @@ type OriginRow struct {
 	Breaker
 }
 
+// Action is one failure class behind breakers that are not CLOSED: how many it holds down and what
+// to do about it.
+type Action struct {
+	Class string `json:"class"`
+	// Hint is HintFor(Class); empty for a class the page has no hint for.
+	Hint    string `json:"hint"`
+	Exits   int    `json:"exits"`   // exits down with it as their last failure
+	Pairs   int    `json:"pairs"`   // pairs OPEN or HALF_OPEN with it
+	Origins int    `json:"origins"` // origin guards OPEN or HALF_OPEN with it
+	// Examples names up to maxExamples of them: exits by display name, then "exit × origin", then
+	// origins.
+	Examples []string `json:"examples"`
+}
+
+// maxExamples bounds Action.Examples.
+const maxExamples = 3
+
+// layout is what a table is built to: row limits and the grid's order.
+type layout struct {
+	maxPairs    int // negative: all
+	gridExits   int // negative: all
+	gridOrigins int // negative: all
+	sort        string
+}
+
 // BuildTable turns a snapshot into the page's table, keeping at most maxPairs pair rows (the most
-// severe; negative keeps all).
+// severe; negative keeps all). The grid has the default bounds (DefaultGridExits,
+// DefaultGridOrigins) and its rows are sorted by status (SortStatus).
 func BuildTable(s pool.Snapshot, maxPairs int) Table {
-	t := Table{At: s.At, Exits: []ExitRow{}, Pairs: []PairRow{}, Origins: []OriginRow{}} // [] in JSON, not null
-	parked := map[string]bool{}
+	return build(s, layout{maxPairs: maxPairs, gridExits: DefaultGridExits, gridOrigins: DefaultGridOrigins, sort: SortStatus})
+}
+
+func build(s pool.Snapshot, l layout) Table {
+	t := Table{At: s.At, Exits: []ExitRow{}, Pairs: []PairRow{}, Origins: []OriginRow{}, Actions: []Action{},
+		Hints: map[string]string{}} // [] and {} in JSON, not null
+	labels := make([]string, 0, len(s.Exits))
 	for _, e := range s.Exits {
-		row := ExitRow{Exit: e.Exit, Tier: e.Tier, Weight: e.Weight, InFlight: e.InFlight, Breaker: view(e.Breaker, s.At)}
-		t.Exits = append(t.Exits, row)
-		t.Summary.Exits++
-		if e.Breaker.Parked {
-			parked[e.Exit] = true
-			t.Summary.ExitsParked++
-		}
-		if e.Breaker.State == breaker.Open {
-			t.Summary.ExitsOpen++
-		}
+		labels = append(labels, e.Exit)
 	}
+	names := displayNames(labels)
+	name := func(label string) string {
+		if d, ok := names[label]; ok {
+			return d
+		}
+		return displayName(label) // a pair whose exit left between the snapshot's two reads
+	}
+
+	exitAt := make(map[string]int, len(s.Exits))
+	for _, e := range s.Exits {
+		exitAt[e.Exit] = len(t.Exits)
+		t.Exits = append(t.Exits, ExitRow{Exit: e.Exit, Tier: e.Tier, Weight: e.Weight, InFlight: e.InFlight,
+			Breaker: view(e.Breaker, s.At), Display: name(e.Exit)})
+	}
+	origins := map[string]bool{}
 	for _, p := range s.Pairs {
-		t.Pairs = append(t.Pairs, PairRow{Exit: p.Exit, Origin: p.Origin, ExitParked: parked[p.Exit], Rate: p.Rate, Breaker: view(p.Breaker, s.At)})
+		i, known := exitAt[p.Exit]
+		parked := known && t.Exits[i].Parked
+		t.Pairs = append(t.Pairs, PairRow{Exit: p.Exit, Origin: p.Origin, ExitParked: parked, Rate: finiteRate(p.Rate),
+			Breaker: view(p.Breaker, s.At), Display: name(p.Exit)})
+		origins[p.Origin] = true
 		t.Summary.PairsTracked++
 		switch p.Breaker.State {
 		case breaker.Open:
 			t.Summary.PairsOpen++
+			if known {
+				t.Exits[i].PairsOpen++
+			}
 		case breaker.HalfOpen:
 			t.Summary.PairsHalfOpen++
+			if known {
+				t.Exits[i].PairsHalfOpen++
+			}
 		}
 	}
 	for _, o := range s.Origins {
 		t.Origins = append(t.Origins, OriginRow{Origin: o.Origin, Breaker: view(o.Breaker, s.At)})
-		if o.Breaker.State == breaker.Open {
+		origins[o.Origin] = true
+		switch o.Breaker.State {
+		case breaker.Open:
 			t.Summary.OriginsOpen++
+		case breaker.HalfOpen:
+			t.Summary.OriginsHalfOpen++
 		}
 	}
-	slices.SortStableFunc(t.Exits, func(a, b ExitRow) int {
-		return cmp.Or(cmp.Compare(severity(&b.Breaker), severity(&a.Breaker)), cmp.Compare(a.Tier, b.Tier), cmp.Compare(a.Exit, b.Exit))
-	})
+	t.Summary.Origins = len(origins)
+	for i := range t.Exits {
+		e := &t.Exits[i]
+		e.Status = exitStatus(e)
+		t.Summary.Exits++
+		switch {
+		case e.Parked:
+			t.Summary.ExitsParked++
+		case e.State == breaker.Open:
+			t.Summary.ExitsCooling++
+		case e.State == breaker.HalfOpen:
+			t.Summary.ExitsProbing++
+		}
+		if e.State == breaker.Open {
+			t.Summary.ExitsOpen++
+		}
+		switch e.Status {
+		case StatusDown:
+			t.Summary.ExitsDown++
+		case StatusDegraded:
+			t.Summary.ExitsDegraded++
+		default:
+			t.Summary.ExitsHealthy++
+		}
+	}
+
+	t.Actions = actions(t.Exits, t.Pairs, t.Origins)
+	addHints(t.Hints, t.Exits, t.Pairs, t.Origins)
+	t.Grid = buildGrid(t.Exits, t.Pairs, t.Origins, l)
+
+	slices.SortStableFunc(t.Exits, compareExits)
 	slices.SortStableFunc(t.Pairs, func(a, b PairRow) int {
 		return cmp.Or(compareBool(b.ExitParked, a.ExitParked), cmp.Compare(severity(&b.Breaker), severity(&a.Breaker)),
 			cmp.Compare(a.Exit, b.Exit), cmp.Compare(a.Origin, b.Origin))
@@ -119,11 +233,39 @@ func BuildTable(s pool.Snapshot, maxPairs int) Table {
 	slices.SortStableFunc(t.Origins, func(a, b OriginRow) int {
 		return cmp.Or(cmp.Compare(severity(&b.Breaker), severity(&a.Breaker)), cmp.Compare(a.Origin, b.Origin))
 	})
-	if maxPairs >= 0 && len(t.Pairs) > maxPairs {
-		t.Summary.PairsOmitted = len(t.Pairs) - maxPairs
-		t.Pairs = t.Pairs[:maxPairs]
+	if l.maxPairs >= 0 && len(t.Pairs) > l.maxPairs {
+		t.Summary.PairsOmitted = len(t.Pairs) - l.maxPairs
+		t.Pairs = t.Pairs[:l.maxPairs]
 	}
 	return t
+}
+
+// exitStatus is the exit's status from its own breaker and its pairs' counts.
+func exitStatus(e *ExitRow) string {
+	switch {
+	case e.Parked || e.State != breaker.Closed:
+		return StatusDown
+	case e.PairsOpen+e.PairsHalfOpen > 0:
+		return StatusDegraded
+	}
+	return StatusHealthy
+}
+
+// compareExits orders exits by what matters: down (parked, OPEN, HALF_OPEN), then degraded (the
+// most pairs in trouble first), then healthy; then by tier and label.
+func compareExits(a, b ExitRow) int {
+	return cmp.Or(cmp.Compare(severity(&b.Breaker), severity(&a.Breaker)),
+		cmp.Compare(b.PairsOpen+b.PairsHalfOpen, a.PairsOpen+a.PairsHalfOpen),
+		cmp.Compare(a.Tier, b.Tier), cmp.Compare(a.Exit, b.Exit))
+}
+
+// finiteRate is r when it is a limit worth showing; 0 (no limit) for an infinite, NaN or
+// non-positive rate, which JSON could not encode anyway.
+func finiteRate(r float64) float64 {
+	if r > 0 && !math.IsInf(r, 0) {
+		return r
+	}
+	return 0
 }
 
 func view(b breaker.Snapshot, now time.Time) Breaker {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
@@ -21,19 +22,6 @@ import (
 	sqlitestore "github.com/proxybreaker/proxybreaker/store/sqlite"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
-
-// cannedBase answers at once, 200 — or 429 through the exit labelled flap, when set.
-type cannedBase struct{ flap string }
-
-func (b cannedBase) RoundTrip(req *http.Request) (*http.Response, error) {
-	status := http.StatusOK
-	if b.flap != "" {
-		if e, _ := transport.ExitFromContext(req.Context()); e != nil && e.Label() == b.flap {
-			status = http.StatusTooManyRequests
-		}
-	}
-	return &http.Response{StatusCode: status, Body: http.NoBody, Request: req, ProtoMajor: 1, ProtoMinor: 1}, nil
-}
 
 // variants are the transports a request-path benchmark compares.
 var variants = []string{"bare", "observer", "sqlite", "redis"}
@@ -43,10 +31,13 @@ var variants = []string{"bare", "observer", "sqlite", "redis"}
 func newVariant(b *testing.B, workload, variant, addr string, runs *atomic.Int64) *transport.Transport {
 	b.Helper()
 	quiet := slog.New(slog.DiscardHandler)
-	base := cannedBase{}
+	// The base answers at once, 200 — and 429 through x0 when flapping — allocating nothing, so
+	// that the variants' allocations are their own.
+	base := testkit.NewCanned(testkit.CannedReply{})
 	popts := []pool.Option{pool.WithExits(storetest.Exits("x", 10)...)}
 	if workload == "flapping" {
-		base.flap = "x0"
+		base = testkit.NewCanned(testkit.CannedReply{},
+			testkit.CannedRule{When: testkit.ViaExit("x0"), Reply: testkit.CannedReply{Status: http.StatusTooManyRequests}})
 		popts = append(popts, pool.WithPairSettings(breaker.Settings{
 			BaseCooldown: time.Millisecond, MaxCooldown: 4 * time.Millisecond, Jitter: -1, FailureThreshold: 1,
 		}))

@@ -1,4 +1,4 @@
-package transport
+package transport_test
 
 import (
 	"errors"
@@ -6,12 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
+	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // The transport's benchmarks. Run them with
@@ -29,66 +30,13 @@ import (
 // classifier has no reason to peek at it (an HTML page under 32 KiB would be peeked at).
 var benchPayload = []byte(`{"ok":true}` + "\n")
 
-// benchCannedRT is a base RoundTripper that answers every request 200 with benchPayload, without
-// a network. To keep its own cost out of the comparison it allocates nothing per request: each
-// response and its body live in one benchCanned, recycled through a sync.Pool when the body is
-// closed (so RunParallel goroutines never share a response). The header is shared and never
-// written to.
-type benchCannedRT struct {
-	pool   sync.Pool
-	header http.Header
-}
-
-type benchCanned struct {
-	resp http.Response
-	body benchCannedBody
-}
-
-// benchCannedBody is a tiny reader over benchPayload, reset (off = 0) for every response.
-type benchCannedBody struct {
-	c   *benchCanned
-	rt  *benchCannedRT
-	off int
-}
-
-func newBenchCannedRT() *benchCannedRT {
-	rt := &benchCannedRT{header: http.Header{
+// newBenchCanned is the base of BenchmarkMiddleware: it answers every request 200 with
+// benchPayload, without a network and without allocating (see testkit.Canned).
+func newBenchCanned() *testkit.Canned {
+	return testkit.NewCanned(testkit.CannedReply{Body: benchPayload, Header: http.Header{
 		"Content-Type":   {"application/json"},
 		"Content-Length": {fmt.Sprint(len(benchPayload))},
-	}}
-	rt.pool.New = func() any {
-		c := &benchCanned{}
-		c.body.c, c.body.rt = c, rt
-		return c
-	}
-	return rt
-}
-
-func (rt *benchCannedRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
-	c := rt.pool.Get().(*benchCanned)
-	c.body.off = 0
-	c.resp = http.Response{
-		Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: rt.header, Body: &c.body, ContentLength: int64(len(benchPayload)), Request: req,
-	}
-	return &c.resp, nil
-}
-
-func (b *benchCannedBody) Read(p []byte) (int, error) {
-	if b.off >= len(benchPayload) {
-		return 0, io.EOF
-	}
-	n := copy(p, benchPayload[b.off:])
-	b.off += n
-	return n, nil
-}
-
-func (b *benchCannedBody) Close() error {
-	b.rt.pool.Put(b.c)
-	return nil
+	}})
 }
 
 // benchRoundTrip sends req through rt, reads the body to its end into buf and closes it, as a
@@ -104,12 +52,13 @@ func benchRoundTrip(rt http.RoundTripper, req *http.Request, buf []byte) error {
 			break
 		}
 	}
+	status := resp.StatusCode // before Close: a canned response is recycled when its body closes
 	resp.Body.Close()
 	if err != io.EOF {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
+	if status != http.StatusOK {
+		return fmt.Errorf("status %d", status)
 	}
 	return nil
 }
@@ -159,16 +108,12 @@ func benchRun(b *testing.B, rt http.RoundTripper, url string, parallel bool) {
 // option at its default (header timeout on, default classifier, no observers), on one origin.
 // Both read the body to EOF and close it. Target: ours − bare < 1.5 µs and a handful of allocs.
 func BenchmarkMiddleware(b *testing.B) {
-	base := newBenchCannedRT()
-	exits := make([]*pool.Exit, 16)
-	for i := range exits {
-		exits[i] = pool.MustParseExit(fmt.Sprintf("10.0.0.%d:3128", i+1))
-	}
-	p, err := pool.New(pool.WithExits(exits...))
+	base := newBenchCanned()
+	p, err := pool.New(pool.WithExits(testkit.Exits("x", 16)...))
 	if err != nil {
 		b.Fatal(err)
 	}
-	ours, err := New(p, WithBase(base))
+	ours, err := transport.New(p, transport.WithBase(base))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -186,7 +131,7 @@ func BenchmarkMiddleware(b *testing.B) {
 
 // BenchmarkLoopback is a real round trip through one in-process proxytest proxy to a loopback
 // httptest origin: "bare" is an http.Transport with Proxy: http.ProxyURL(proxy); "ours" is
-// New(pool.New(pool.WithExits(that proxy))) with its default per-exit base. Both hit the same proxy and origin in
+// transport.New(pool.New(pool.WithExits(that proxy))) with its default per-exit base. Both hit the same proxy and origin in
 // the same run, keep connections to the proxy alive, and read and close every body. The proxy
 // opens a fresh upstream connection per request (see proxytest), for both alike.
 func BenchmarkLoopback(b *testing.B) {
@@ -211,7 +156,7 @@ func BenchmarkLoopback(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ours, err := New(p)
+	ours, err := transport.New(p)
 	if err != nil {
 		b.Fatal(err)
 	}

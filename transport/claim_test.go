@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -38,14 +39,14 @@ func (f *claimFleet) ClaimProbe(now time.Time, tg pool.ProbeTarget, lease time.D
 // another exit.
 func TestProbeClaimerOneProbePerFleet(t *testing.T) {
 	fleet := &claimFleet{held: map[string]time.Time{}}
-	a := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithProbeClaimer(fleet), pool.WithoutTiers())
-	b := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithProbeClaimer(fleet))
+	a := newTestPoolEnv(t, testkit.Exits("x", 2), pool.WithProbeClaimer(fleet), pool.WithoutTiers())
+	b := newTestPoolEnv(t, testkit.Exits("x", 2), pool.WithProbeClaimer(fleet))
 	for _, env := range []*scriptedEnv{a, b} {
-		env.base.on("x0", stateOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(30)})
+		env.base.On("x0", stateOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(30)})
 		for env.pairState("x0", stateOriginA) != breaker.Open {
 			env.mustGet(t, nil, stateURLA)
 		}
-		env.base.reset()
+		env.base.Reset()
 	}
 	p, _ := a.pair("x0", stateOriginA)
 	q, _ := b.pair("x0", stateOriginA)
@@ -54,16 +55,16 @@ func TestProbeClaimerOneProbePerFleet(t *testing.T) {
 		due = q.Breaker.NextProbe
 	}
 	hold := make(chan struct{})
-	a.base.on("x0", stateOriginA, scriptedReply{Hold: hold})
+	a.base.On("x0", stateOriginA, testkit.Reply{Hold: hold})
 	a.clock.Set(due)
 	b.clock.Set(due)
-	calls := a.base.count("x0", stateOriginA)
+	calls := a.base.Count("x0", stateOriginA)
 	done := make(chan string, 1)
 	go func() {
 		label, _ := a.mustGet(t, transport.ContextWithExit(t.Context(), "x0"), stateURLA)
 		done <- label
 	}()
-	for deadline := time.Now().Add(10 * time.Second); a.base.count("x0", stateOriginA) == calls; {
+	for deadline := time.Now().Add(10 * time.Second); a.base.Count("x0", stateOriginA) == calls; {
 		if time.Now().After(deadline) {
 			t.Fatal("member a's probe never left")
 		}

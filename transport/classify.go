@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,9 +46,9 @@ func (f ClassifierFunc) Classify(a *Attempt) pool.Verdict { return f(a) }
 // DefaultClassifier is the classifier a Transport uses unless told otherwise. Wrap it to change a
 // few cases and defer the rest:
 //
-//	transport.ClassifierFunc(func(a *transport.Attempt) transport.Verdict {
+//	transport.ClassifierFunc(func(a *transport.Attempt) pool.Verdict {
 //		if a.Response != nil && a.Response.StatusCode == 418 {
-//			return transport.Verdict{Outcome: transport.Transient, Class: "teapot"}
+//			return pool.Verdict{Outcome: pool.Transient, Class: "teapot"}
 //		}
 //		return transport.DefaultClassifier.Classify(a)
 //	})
@@ -155,6 +156,12 @@ func classifyError(a *Attempt) pool.Verdict {
 	if a.TimedOut {
 		return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 	}
+	if headerTooLarge(err) {
+		// The origin sent more header than the base transport accepts (or broke HTTP/2 framing, which
+		// net/http reports the same way): its doing, through every exit alike. Blame no exit, and let
+		// no retry fetch it again through another.
+		return pool.Verdict{Outcome: pool.Neutral, Scope: pool.ScopeOrigin, Class: pool.ClassOriginError}
+	}
 	var pce *ProxyConnectError
 	if errors.As(err, &pce) {
 		switch pce.StatusCode {
@@ -229,6 +236,54 @@ func dialRefused(err error) bool {
 		case interface{ Unwrap() []error }:
 			for _, e := range u.Unwrap() {
 				if dialRefused(e) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// net/http's errors for a response whose headers exceed http.Transport.MaxResponseHeaderBytes.
+// net/http gives them no type or sentinel, so they are the one place classification reads error
+// text. TestResponseHeaderLimit pins the HTTP/1 one and the two HTTP/2 connection errors through a
+// real base transport and proxy, so a Go release that rewords them fails the test instead of
+// silently blaming exits again; the rarer HTTP/2 stream error (a block that overflows within its
+// last frame is hard to produce on purpose) is pinned by text in
+// TestResponseHeaderLimitClassification, copied from net/http's h2_bundle.go.
+const (
+	// HTTP/1: "net/http: server response headers exceeded 262144 bytes; aborted".
+	headerTooLargeH1 = "net/http: server response headers exceeded "
+	// HTTP/2, a header block that ends within one frame past the limit: a stream error that says so.
+	headerTooLargeH2Stream, headerTooLargeH2List = "stream error: ", "; http2: response header list larger than advertised limit"
+	// HTTP/2, a header block that runs on into CONTINUATION frames past the limit (the usual case:
+	// frames carry 16 KiB), or a header field longer than the limit, which the HPACK decoder
+	// refuses: net/http ends the whole connection with PROTOCOL_ERROR or COMPRESSION_ERROR. TLS
+	// runs end to end with the origin through the tunnel and net/http never speaks HTTP/2 to a
+	// proxy, so whatever else makes net/http end a connection with these codes was the origin's
+	// doing too; the other streams on the connection end with the same error and the same verdict.
+	headerTooLargeH2Conn, headerTooLargeH2Field = "connection error: PROTOCOL_ERROR", "connection error: COMPRESSION_ERROR"
+)
+
+// headerTooLarge reports whether err, or an error it wraps, is net/http refusing a response's
+// headers as too large. Each error's whole message is matched from its start, so text an origin or
+// a proxy put inside another error (net/http quotes a malformed status line) cannot pass for it.
+func headerTooLarge(err error) bool {
+	for err != nil {
+		msg := err.Error()
+		if strings.HasPrefix(msg, headerTooLargeH1) || msg == headerTooLargeH2Conn || msg == headerTooLargeH2Field ||
+			strings.HasPrefix(msg, headerTooLargeH2Stream) && strings.HasSuffix(msg, headerTooLargeH2List) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if headerTooLarge(e) {
 					return true
 				}
 			}

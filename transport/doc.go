@@ -26,10 +26,11 @@
 //	dial/TLS/header timeout, reset, EOF, tunnel dropped  transient   pair (+ exit roll-up)
 //	body dies mid-read                                   transient   pair (+ exit roll-up)
 //	429 (Retry-After: seconds or HTTP-date)              transient   pair, OPEN for Retry-After
-//	403 / 503 / 200 that is a WAF challenge page         transient   pair ("blocked")
+//	403/428/429/503, 200, 202/405 that is a WAF page     transient   pair ("blocked": Cloudflare, Imperva, Akamai, AWS WAF, Kasada, DataDome, PerimeterX, captcha gates)
 //	502/503/504 from the origin                          soft        pair (half) + origin guard
 //	CONNECT answered 502/503/504 (target unreachable)    soft        pair (half) + origin guard
 //	500 and other 5xx from the origin                    neutral     -
+//	response headers over the limit (256 KiB default)    neutral     - (class origin_error)
 //	407 from the proxy (plain HTTP or CONNECT)           permanent   exit
 //	401 in answer to a CONNECT (only the proxy answers)  permanent   exit
 //	SOCKS5 credentials rejected, or no method accepted   permanent   exit

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/ratelimit"
 	"github.com/proxybreaker/proxybreaker/transport"
@@ -65,7 +66,7 @@ func gateThrottled(t *testing.T, err error, scope string) *pool.ThrottledError {
 // TestGateSkipsExitsWithoutTokens: an exit whose bucket is empty is not ready; the picker takes
 // one that has a token instead of waiting, and no token is lost on exits it looked at and passed.
 func TestGateSkipsExitsWithoutTokens(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3), pool.WithSelection(pool.Random),
+	env := newTestPoolEnv(t, testkit.Exits("x", 3), pool.WithSelection(pool.Random),
 		pool.WithRateLimits(ratelimit.Limits{PerExit: ratelimit.PerSecond(1, 1), FailFast: true}))
 	used := map[string]int{}
 	for i := range 3 {
@@ -91,7 +92,7 @@ func TestGateSkipsExitsWithoutTokens(t *testing.T) {
 // token comes first, on the pool's clock, and reports the wait.
 func TestGateWaitsForTheSoonestToken(t *testing.T) {
 	rec := &gateRecorder{}
-	env := newTestPoolEnv(t, scriptedExits("x", 2), transport.WithObserver(rec),
+	env := newTestPoolEnv(t, testkit.Exits("x", 2), transport.WithObserver(rec),
 		pool.WithRateLimits(ratelimit.Limits{
 			PerExit: ratelimit.Every(3 * time.Second),
 			Exits:   map[string]ratelimit.Limit{"x1": ratelimit.Every(time.Second)},
@@ -127,7 +128,7 @@ func TestGateWaitsForTheSoonestToken(t *testing.T) {
 // TestGateDeadlineAndCancel: a request whose deadline comes before the next token is refused at
 // once; a waiting request whose caller gives up returns, and leaves the token for the next one.
 func TestGateDeadlineAndCancel(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 1),
+	env := newTestPoolEnv(t, testkit.Exits("x", 1),
 		pool.WithRateLimits(ratelimit.Limits{PerExit: ratelimit.Every(10 * time.Second)}))
 	env.mustGet(t, nil, gateURLA)
 
@@ -167,7 +168,7 @@ func TestGateDeadlineAndCancel(t *testing.T) {
 // TestGateOriginCapAcrossExits: the per-origin bucket holds for the origin whatever the exit, and
 // leaves other origins alone.
 func TestGateOriginCapAcrossExits(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 5),
+	env := newTestPoolEnv(t, testkit.Exits("x", 5),
 		pool.WithRateLimits(ratelimit.Limits{PerOrigin: ratelimit.PerSecond(1, 2), FailFast: true}))
 	env.mustGet(t, nil, gateURLA)
 	env.mustGet(t, nil, gateURLA)
@@ -183,12 +184,12 @@ func TestGateOriginCapAcrossExits(t *testing.T) {
 // TestGateAIMD: a 429 halves the pair's pace from its ceiling; each success adds a twentieth of it
 // back; back at the ceiling the pair loses its bucket. Other pairs are untouched.
 func TestGateAIMD(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 1), pool.WithRateLimits(ratelimit.Limits{
+	env := newTestPoolEnv(t, testkit.Exits("x", 1), pool.WithRateLimits(ratelimit.Limits{
 		PerExit: ratelimit.PerSecond(100, 100),
 	}))
-	env.base.on("x0", gateOriginA, scriptedReply{Status: 429})
+	env.base.On("x0", gateOriginA, testkit.Reply{Status: 429})
 	env.mustGet(t, nil, gateURLA) // one 429 without Retry-After: one failure of three, a cut
-	env.base.reset()
+	env.base.Reset()
 	p, ok := env.pair("x0", gateOriginA)
 	if !ok || p.Rate != 50 {
 		t.Fatalf("pair rate after a 429 = %v (held %v), want 50 (half the exit's 100/s)", p.Rate, ok)
@@ -213,11 +214,11 @@ func TestGateAIMD(t *testing.T) {
 // TestGateOpenPairTakesNoToken: a pair the breakers hold OPEN is never asked for a token, so its
 // exit's bucket stays full for the origins it still serves.
 func TestGateOpenPairTakesNoToken(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithRateLimits(ratelimit.Limits{
+	env := newTestPoolEnv(t, testkit.Exits("x", 2), pool.WithRateLimits(ratelimit.Limits{
 		Exits:    map[string]ratelimit.Limit{"x0": ratelimit.Every(time.Minute)},
 		FailFast: true,
 	}))
-	env.base.on("x0", gateOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(600)})
+	env.base.On("x0", gateOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(600)})
 	for env.pairState("x0", gateOriginA).String() != "open" {
 		env.mustGet(t, nil, gateURLA) // until x0 takes one and trips on the 429
 	}

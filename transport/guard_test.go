@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -25,10 +26,10 @@ const (
 // guardTrip sends requests for rawURL, each answered with r, through distinct exits (a retry
 // context makes each avoid the exits that already failed) until origin's guard opens. It returns
 // the exits that failed it.
-func guardTrip(t *testing.T, env *scriptedEnv, rawURL, origin string, r scriptedReply) []string {
+func guardTrip(t *testing.T, env *scriptedEnv, rawURL, origin string, r testkit.Reply) []string {
 	t.Helper()
-	env.base.on("*", origin, r)
-	defer env.base.reset()
+	env.base.On("*", origin, r)
+	defer env.base.Reset()
 	ctx := transport.ContextWithRetries(context.Background())
 	var failed []string
 	for range 16 {
@@ -48,20 +49,20 @@ func guardTrip(t *testing.T, env *scriptedEnv, rawURL, origin string, r scripted
 func TestGuardTripsWhenManyExitsFailTheOrigin(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		reply scriptedReply
+		reply testkit.Reply
 	}{
-		{"503", scriptedReply{Status: http.StatusServiceUnavailable, Body: "down"}},
-		{"timeout", scriptedReply{Err: scriptedTimeoutErr}},
+		{"503", testkit.Reply{Status: http.StatusServiceUnavailable, Body: "down"}},
+		{"timeout", testkit.Reply{Err: testkit.ErrTimeout}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestPoolEnv(t, scriptedExits("x", 5))
+			env := newTestPoolEnv(t, testkit.Exits("x", 5))
 			// One request is in flight when the guard trips: its failure belongs to the episode.
 			hold := make(chan struct{})
 			entered := make(chan string, 1)
 			late := tc.reply
 			late.Hold = hold
 			var once sync.Once
-			env.base.setScript(func(c scriptedCall) (r scriptedReply, ok bool) {
+			env.base.SetScript(func(c testkit.Call) (r testkit.Reply, ok bool) {
 				once.Do(func() { r, ok = late, true; entered <- c.Exit })
 				return r, ok
 			})
@@ -88,7 +89,7 @@ func TestGuardTripsWhenManyExitsFailTheOrigin(t *testing.T) {
 			if og.State != breaker.Open {
 				t.Fatalf("guard = %v, want open", og.State)
 			}
-			calls := env.base.count("*", "*")
+			calls := env.base.Count("*", "*")
 			_, _, err := env.do(t, nil, guardURLA)
 			if !errors.Is(err, pool.ErrOriginUnhealthy) {
 				t.Fatalf("request for a.example: err = %v, want ErrOriginUnhealthy", err)
@@ -101,7 +102,7 @@ func TestGuardTripsWhenManyExitsFailTheOrigin(t *testing.T) {
 				t.Errorf("OriginUnhealthyError = %+v, want Origin %s, 3 failing exits, RetryIn %v",
 					ou, guardOriginA, og.NextProbe.Sub(env.clock.Now()))
 			}
-			if n := env.base.count("*", "*"); n != calls {
+			if n := env.base.Count("*", "*"); n != calls {
 				t.Errorf("a fail-fast request reached the base")
 			}
 			if r := env.obs.Refusals(); len(r) != 1 || !errors.Is(r[0], pool.ErrOriginUnhealthy) {
@@ -157,12 +158,12 @@ func TestGuardTripsWhenManyExitsFailTheOrigin(t *testing.T) {
 }
 
 func TestGuardFailedProbeReopensWithoutChargingThePair(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 4))
-	guardTrip(t, env, guardURLA, guardOriginA, scriptedReply{Status: 503})
+	env := newTestPoolEnv(t, testkit.Exits("x", 4))
+	guardTrip(t, env, guardURLA, guardOriginA, testkit.Reply{Status: 503})
 	first := env.originStatus(t, guardOriginA).Breaker
 	env.advancePast(first.NextProbe)
 	before := env.pool.Snapshot()
-	env.base.on("*", guardOriginA, scriptedReply{Status: 503})
+	env.base.On("*", guardOriginA, testkit.Reply{Status: 503})
 	label, code := env.mustGet(t, nil, guardURLA)
 	if code != 503 {
 		t.Fatalf("probe status %d", code)
@@ -179,7 +180,7 @@ func TestGuardFailedProbeReopensWithoutChargingThePair(t *testing.T) {
 }
 
 func TestGuardNeedsMostOfTheTriedExits(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 8))
+	env := newTestPoolEnv(t, testkit.Exits("x", 8))
 	seen := map[string]bool{}
 	for i := 0; len(seen) < 8; i++ {
 		if i > 500 {
@@ -188,7 +189,7 @@ func TestGuardNeedsMostOfTheTriedExits(t *testing.T) {
 		l, _ := env.mustGet(t, nil, guardURLA)
 		seen[l] = true
 	}
-	env.base.on("*", guardOriginA, scriptedReply{Status: 503})
+	env.base.On("*", guardOriginA, testkit.Reply{Status: 503})
 	ctx := transport.ContextWithRetries(context.Background())
 	for i := range 4 { // 4 of the 8 exits that tried it: not more than half
 		env.get(t, ctx, guardURLA)
@@ -204,8 +205,8 @@ func TestGuardNeedsMostOfTheTriedExits(t *testing.T) {
 }
 
 func TestGuardDisabled(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3), pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}))
-	env.base.on("*", guardOriginA, scriptedReply{Err: scriptedTimeoutErr})
+	env := newTestPoolEnv(t, testkit.Exits("x", 3), pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}))
+	env.base.On("*", guardOriginA, testkit.Reply{Err: testkit.ErrTimeout})
 	ctx := transport.ContextWithRetries(context.Background())
 	seen := map[string]bool{}
 	for range 3 {
@@ -218,7 +219,7 @@ func TestGuardDisabled(t *testing.T) {
 	if len(seen) != 3 {
 		t.Fatalf("failures went through %v, want 3 distinct exits", seen)
 	}
-	env.base.reset()
+	env.base.Reset()
 	if _, code := env.mustGet(t, nil, guardURLA); code != 200 {
 		t.Errorf("a.example after 3 failing exits with the guard off: %d", code)
 	}
@@ -235,8 +236,8 @@ func TestGuardDisabled(t *testing.T) {
 // Regression: when the guard blamed the origin, a 429's Retry-After was dropped for the pair, so a
 // probe could go back through an exit the origin had asked to wait.
 func TestGuardKeepsRetryAfterOnThePair(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3))
-	failed := guardTrip(t, env, guardURLA, guardOriginA, scriptedReply{Status: 503, Header: scriptedRetryAfter(120)})
+	env := newTestPoolEnv(t, testkit.Exits("x", 3))
+	failed := guardTrip(t, env, guardURLA, guardOriginA, testkit.Reply{Status: 503, Header: testkit.RetryAfter(120)})
 	if len(failed) != 3 {
 		t.Fatalf("guard opened after %v, want 3 exits", failed)
 	}
@@ -248,11 +249,11 @@ func TestGuardKeepsRetryAfterOnThePair(t *testing.T) {
 		}
 	}
 	env.advancePast(env.originStatus(t, guardOriginA).Breaker.NextProbe)
-	calls := env.base.count("*", "*")
+	calls := env.base.Count("*", "*")
 	if _, _, err := env.get(t, nil, guardURLA); !errors.Is(err, pool.ErrNoHealthyExit) {
 		t.Errorf("guard reheated before the Retry-After: err = %v, want ErrNoHealthyExit", err)
 	}
-	if n := env.base.count("*", "*"); n != calls {
+	if n := env.base.Count("*", "*"); n != calls {
 		t.Errorf("a request went out before the origin's Retry-After had passed")
 	}
 }
@@ -262,14 +263,14 @@ func TestGuardKeepsRetryAfterOnThePair(t *testing.T) {
 func TestGuardIgnoresRateLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		reply scriptedReply
+		reply testkit.Reply
 	}{
-		{"429", scriptedReply{Status: 429, Header: scriptedRetryAfter(60)}},
-		{"challenge", scriptedReply{Status: 403, Header: http.Header{"Cf-Mitigated": {"challenge"}}}},
+		{"429", testkit.Reply{Status: 429, Header: testkit.RetryAfter(60)}},
+		{"challenge", testkit.Reply{Status: 403, Header: http.Header{"Cf-Mitigated": {"challenge"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestPoolEnv(t, scriptedExits("x", 4))
-			env.base.on("*", guardOriginA, tc.reply)
+			env := newTestPoolEnv(t, testkit.Exits("x", 4))
+			env.base.On("*", guardOriginA, tc.reply)
 			// Until every pair has been judged (one 429 each, or three challenges each), requests
 			// go out; then the pairs refuse them. The guard never opens on the way.
 			var err error

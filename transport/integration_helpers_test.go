@@ -2,8 +2,6 @@ package transport_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -78,24 +77,11 @@ func integOriginKey(srv *httptest.Server) string {
 	return u.Host
 }
 
-// integTemplate is DefaultBaseTemplate trusting the certificates of the TLS origins among servers.
-func integTemplate(servers ...*httptest.Server) *http.Transport {
-	roots := x509.NewCertPool()
-	for _, s := range servers {
-		if c := s.Certificate(); c != nil {
-			roots.AddCert(c)
-		}
-	}
-	tmpl := transport.DefaultBaseTemplate()
-	tmpl.TLSClientConfig = &tls.Config{RootCAs: roots}
-	return tmpl
-}
-
 // integNew builds a Transport on a template trusting servers, closed when the test ends, and an
 // http.Client over it.
 func integNew(t *testing.T, servers []*httptest.Server, opts ...any) (*transport.Transport, *http.Client) {
 	t.Helper()
-	opts = append([]any{transport.WithBaseTemplate(integTemplate(servers...))}, opts...)
+	opts = append([]any{transport.WithBaseTemplate(testkit.TLSTemplate(servers...))}, opts...)
 	tr, err := build(opts...)
 	if err != nil {
 		t.Fatalf("transport.New = %v", err)

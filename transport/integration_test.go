@@ -24,6 +24,7 @@ import (
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -181,7 +182,7 @@ func TestIntegHTTP2SharedTransportMisroutes(t *testing.T) {
 	exits, urls, byIP := integBoundTinyproxies(t, binds...)
 	const n = 30
 
-	shared := integTemplate(secure)
+	shared := testkit.TLSTemplate(secure)
 	shared.Proxy = func(r *http.Request) (*url.URL, error) {
 		return r.Context().Value(integIntendedKey{}).(*url.URL), nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -38,10 +39,10 @@ func pickCount(t *testing.T, env *scriptedEnv, rawURL string, n int) map[string]
 
 // pickTrip makes one request for rawURL whose reply, whatever exit is picked, is r, and returns the
 // exit that carried it.
-func pickTrip(t *testing.T, env *scriptedEnv, rawURL, origin string, r scriptedReply) string {
+func pickTrip(t *testing.T, env *scriptedEnv, rawURL, origin string, r testkit.Reply) string {
 	t.Helper()
-	env.base.on("*", origin, r)
-	defer env.base.reset()
+	env.base.On("*", origin, r)
+	defer env.base.Reset()
 	label, _, err := env.get(t, nil, rawURL)
 	if label == "" {
 		t.Fatalf("trip request for %s went nowhere: %v", rawURL, err)
@@ -53,7 +54,7 @@ func TestPickSpreadsEvenlyAmongReadyExits(t *testing.T) {
 	for _, sel := range []pool.Selection{pool.LeastLoaded, pool.Random} {
 		t.Run(map[pool.Selection]string{pool.LeastLoaded: "least_loaded", pool.Random: "random"}[sel], func(t *testing.T) {
 			const exits, picks = 5, 3000
-			env := newTestPoolEnv(t, scriptedExits("x", exits), pool.WithSelection(sel))
+			env := newTestPoolEnv(t, testkit.Exits("x", exits), pool.WithSelection(sel))
 			got := pickCount(t, env, pickURLA, picks)
 			want := picks / exits
 			for _, e := range env.pool.Exits() {
@@ -66,17 +67,17 @@ func TestPickSpreadsEvenlyAmongReadyExits(t *testing.T) {
 }
 
 func TestPickSkipsOpenPairAndParkedExit(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 4))
+	env := newTestPoolEnv(t, testkit.Exits("x", 4))
 	// x1 is rate-limited by a.example only; x2 is rejected by its proxy for everything.
-	env.base.on("x1", pickOriginA, scriptedReply{Status: http.StatusTooManyRequests, Header: scriptedRetryAfter(300)})
-	env.base.on("x2", "*", scriptedReply{Status: http.StatusProxyAuthRequired})
+	env.base.On("x1", pickOriginA, testkit.Reply{Status: http.StatusTooManyRequests, Header: testkit.RetryAfter(300)})
+	env.base.On("x2", "*", testkit.Reply{Status: http.StatusProxyAuthRequired})
 	for i := 0; env.pairState("x1", pickOriginA) != breaker.Open || !env.exitStatus(t, "x2").Breaker.Parked; i++ {
 		if i > 200 {
 			t.Fatalf("x1 for a.example and x2 never tripped: %+v", env.pool.Snapshot())
 		}
 		env.get(t, nil, pickURLA)
 	}
-	before := env.base.count("*", "*")
+	before := env.base.Count("*", "*")
 	gotA := pickCount(t, env, pickURLA, 300)
 	gotB := pickCount(t, env, pickURLB, 300)
 	if gotA["x1"] != 0 || gotA["x2"] != 0 {
@@ -88,7 +89,7 @@ func TestPickSkipsOpenPairAndParkedExit(t *testing.T) {
 	if gotB["x1"] == 0 {
 		t.Errorf("b.example never went through x1, whose trouble was a.example's only: %v", gotB)
 	}
-	if n := env.base.count("*", "*") - before; n != 600 {
+	if n := env.base.Count("*", "*") - before; n != 600 {
 		t.Errorf("base saw %d requests, want 600", n)
 	}
 }
@@ -96,7 +97,7 @@ func TestPickSkipsOpenPairAndParkedExit(t *testing.T) {
 func TestPickWeights(t *testing.T) {
 	for _, sel := range []pool.Selection{pool.LeastLoaded, pool.Random} {
 		t.Run(map[pool.Selection]string{pool.LeastLoaded: "least_loaded", pool.Random: "random"}[sel], func(t *testing.T) {
-			ex := scriptedExits("x", 2)
+			ex := testkit.Exits("x", 2)
 			ex[0] = ex[0].WithWeight(3)
 			env := newTestPoolEnv(t, ex, pool.WithSelection(sel))
 			got := pickCount(t, env, pickURLA, 4000)
@@ -110,8 +111,8 @@ func TestPickWeights(t *testing.T) {
 
 func TestPickTiersEscalatePerOriginAndComeBack(t *testing.T) {
 	ex := []*pool.Exit{
-		scriptedExits("t0-", 2)[0], scriptedExits("t0-", 2)[1],
-		scriptedExits("t1-", 2)[0].WithTier(1), scriptedExits("t1-", 2)[1].WithTier(1),
+		testkit.Exits("t0-", 2)[0], testkit.Exits("t0-", 2)[1],
+		testkit.Exits("t1-", 2)[0].WithTier(1), testkit.Exits("t1-", 2)[1].WithTier(1),
 	}
 	env := newTestPoolEnv(t, ex)
 	tierOf := map[string]int{"t0-0": 0, "t0-1": 0, "t1-0": 1, "t1-1": 1}
@@ -123,7 +124,7 @@ func TestPickTiersEscalatePerOriginAndComeBack(t *testing.T) {
 
 	// Both tier-0 pairs for a.example trip (two distinct exits: the origin guard needs three).
 	for i := range 2 {
-		if l := pickTrip(t, env, pickURLA, pickOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(60 * (i + 1))}); tierOf[l] != 0 {
+		if l := pickTrip(t, env, pickURLA, pickOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(60 * (i + 1))}); tierOf[l] != 0 {
 			t.Fatalf("trip %d went through %s, want tier 0", i, l)
 		}
 	}
@@ -175,7 +176,7 @@ func TestPickLeastLoadedPrefersFewerInFlight(t *testing.T) {
 		{"random", pool.Random, 0.4, 0.6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithSelection(tc.sel))
+			env := newTestPoolEnv(t, testkit.Exits("x", 2), pool.WithSelection(tc.sel))
 			var held []*http.Response
 			for i := 0; len(held) < 3; i++ {
 				if i > 100 {
@@ -210,7 +211,7 @@ func TestPickLeastLoadedPrefersFewerInFlight(t *testing.T) {
 }
 
 func TestPickWithoutTiersUsesEveryTier(t *testing.T) {
-	ex := scriptedExits("x", 2)
+	ex := testkit.Exits("x", 2)
 	ex[1] = ex[1].WithTier(1)
 	env := newTestPoolEnv(t, ex, pool.WithoutTiers())
 	got := pickCount(t, env, pickURLA, 1000)
@@ -227,21 +228,21 @@ func TestPickPassingOverHalfOpenDoesNotConsumeProbeSlots(t *testing.T) {
 	const n = 4
 	for _, tc := range []struct {
 		name  string
-		trip  scriptedReply
+		trip  testkit.Reply
 		probe func(t *testing.T, env *scriptedEnv, exit string) breaker.Snapshot
 	}{
-		{"pair", scriptedReply{Status: 429, Header: scriptedRetryAfter(30)},
+		{"pair", testkit.Reply{Status: 429, Header: testkit.RetryAfter(30)},
 			func(_ *testing.T, env *scriptedEnv, exit string) breaker.Snapshot {
 				p, _ := env.pair(exit, pickOriginA)
 				return p.Breaker
 			}},
-		{"exit", scriptedReply{Status: http.StatusProxyAuthRequired},
+		{"exit", testkit.Reply{Status: http.StatusProxyAuthRequired},
 			func(t *testing.T, env *scriptedEnv, exit string) breaker.Snapshot {
 				return env.exitStatus(t, exit).Breaker
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestPoolEnv(t, scriptedExits("x", n), pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}))
+			env := newTestPoolEnv(t, testkit.Exits("x", n), pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}))
 			labels := make([]string, n)
 			for i := range labels {
 				labels[i] = env.pool.Exits()[i].Label()
@@ -318,9 +319,9 @@ func TestPickPassingOverHalfOpenDoesNotConsumeProbeSlots(t *testing.T) {
 }
 
 func TestPickNoHealthyExit(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3), pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}))
+	env := newTestPoolEnv(t, testkit.Exits("x", 3), pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}))
 	for i := range 3 {
-		pickTrip(t, env, pickURLA, pickOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(30 * (i + 1))})
+		pickTrip(t, env, pickURLA, pickOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(30 * (i + 1))})
 	}
 	env.clock.Advance(5 * time.Second)
 	snap := env.pool.Snapshot()
@@ -333,8 +334,8 @@ func TestPickNoHealthyExit(t *testing.T) {
 			soonest = p.Breaker.NextProbe
 		}
 	}
-	calls := env.base.count("*", "*")
-	body := newScriptedTrackedBody("payload")
+	calls := env.base.Count("*", "*")
+	body := testkit.NewTrackedBody("payload")
 	req, _ := http.NewRequest(http.MethodPost, pickURLA, body)
 	resp, err := env.tr.RoundTrip(req)
 	if resp != nil {
@@ -353,10 +354,10 @@ func TestPickNoHealthyExit(t *testing.T) {
 	if want := soonest.Sub(env.clock.Now()); nh.RetryIn != want {
 		t.Errorf("RetryIn = %v, want %v (the soonest NextProbe in the snapshot)", nh.RetryIn, want)
 	}
-	if body.closed.Load() != 1 {
-		t.Errorf("request body closed %d times, want 1", body.closed.Load())
+	if body.Closes() != 1 {
+		t.Errorf("request body closed %d times, want 1", body.Closes())
 	}
-	if n := env.base.count("*", "*"); n != calls {
+	if n := env.base.Count("*", "*"); n != calls {
 		t.Errorf("base called %d times for a refused request", n-calls)
 	}
 	if r := env.obs.Refusals(); len(r) != 1 || !errors.Is(r[0], pool.ErrNoHealthyExit) {
@@ -371,11 +372,11 @@ func TestPickNoHealthyExit(t *testing.T) {
 // Regression: when an exit's own breaker was open, the soonest-probe time took the exit's cooldown
 // and ignored a pair that stays open longer, so RetryIn sent callers back too early.
 func TestPickNoHealthyExitRetryInWaitsForBothBreakers(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 1),
+	env := newTestPoolEnv(t, testkit.Exits("x", 1),
 		pool.WithExitSettings(breaker.Settings{FailureThreshold: 1, BaseCooldown: 10 * time.Second, Jitter: -1}),
 		pool.WithPairSettings(breaker.Settings{Jitter: -1}))
-	pickTrip(t, env, pickURLA, pickOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(600)})
-	pickTrip(t, env, pickURLB, pickOriginB, scriptedReply{Err: scriptedTimeoutErr})
+	pickTrip(t, env, pickURLA, pickOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(600)})
+	pickTrip(t, env, pickURLB, pickOriginB, testkit.Reply{Err: testkit.ErrTimeout})
 	if s := env.exitStatus(t, "x0").Breaker; s.State != breaker.Open {
 		t.Fatalf("exit x0 = %v, want open after a timeout with FailureThreshold 1", s.State)
 	}
@@ -394,7 +395,7 @@ func TestPickNoHealthyExitRetryInWaitsForBothBreakers(t *testing.T) {
 }
 
 func TestPickSessionSticksUntilPairTrips(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 4))
+	env := newTestPoolEnv(t, testkit.Exits("x", 4))
 	ctx := transport.ContextWithSession(context.Background(), "cart-42")
 	first, _ := env.mustGet(t, ctx, pickURLA)
 	for i := range 30 {
@@ -407,7 +408,7 @@ func TestPickSessionSticksUntilPairTrips(t *testing.T) {
 		t.Errorf("requests without a session went %v, want every exit", got)
 	}
 	// The pinned pair trips: the session moves, and sticks to its new exit.
-	env.base.on(first, pickOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(120)})
+	env.base.On(first, pickOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(120)})
 	if l, code := env.mustGet(t, ctx, pickURLA); l != first || code != 429 {
 		t.Fatalf("tripping request went %s (%d), want %s (429)", l, code, first)
 	}
@@ -431,15 +432,15 @@ func TestPickSessionSticksUntilPairTrips(t *testing.T) {
 
 func TestPickRetriesAvoidTheExitThatFailed(t *testing.T) {
 	t.Run("another_ready", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 3))
+		env := newTestPoolEnv(t, testkit.Exits("x", 3))
 		for i := range 50 {
 			ctx := transport.ContextWithRetries(context.Background())
-			env.base.on("*", pickOriginA, scriptedReply{Err: scriptedResetErr})
+			env.base.On("*", pickOriginA, testkit.Reply{Err: testkit.ErrReset})
 			failed, _, err := env.get(t, ctx, pickURLA)
 			if err == nil || failed == "" {
 				t.Fatalf("round %d: first attempt err = %v, exit %q; want a reset through an exit", i, err, failed)
 			}
-			env.base.reset()
+			env.base.Reset()
 			if l, _ := env.mustGet(t, ctx, pickURLA); l == failed {
 				t.Fatalf("round %d: the retry went through %s, which failed it, while others were ready", i, l)
 			}
@@ -447,11 +448,11 @@ func TestPickRetriesAvoidTheExitThatFailed(t *testing.T) {
 		}
 	})
 	t.Run("only_exit", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 1))
+		env := newTestPoolEnv(t, testkit.Exits("x", 1))
 		ctx := transport.ContextWithRetries(context.Background())
-		env.base.on("*", pickOriginA, scriptedReply{Err: scriptedResetErr})
+		env.base.On("*", pickOriginA, testkit.Reply{Err: testkit.ErrReset})
 		env.get(t, ctx, pickURLA)
-		env.base.reset()
+		env.base.Reset()
 		if l, _, err := env.get(t, ctx, pickURLA); err != nil || l != "x0" {
 			t.Fatalf("retry with the failed exit the only one: exit %q, err %v; want x0", l, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -49,8 +50,8 @@ func poolNever(t *testing.T, env *scriptedEnv, rawURL, exit string, n int, why s
 }
 
 func TestPoolRetryAfterOpensOnlyThePair(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3))
-	env.base.on("x0", poolOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(120)})
+	env := newTestPoolEnv(t, testkit.Exits("x", 3))
+	env.base.On("x0", poolOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(120)})
 	poolHit(t, env, poolURLA, "x0", 100)
 	tripped := env.clock.Now()
 	p, _ := env.pair("x0", poolOriginA)
@@ -78,7 +79,7 @@ func TestPoolRetryAfterOpensOnlyThePair(t *testing.T) {
 	}
 
 	env.advancePast(p.Breaker.NextProbe)
-	env.base.reset()
+	env.base.Reset()
 	i := poolHit(t, env, poolURLA, "x0", 200)
 	if info := env.obs.Started()[i]; !info.Probe || info.PairState != breaker.HalfOpen {
 		t.Errorf("first attempt through x0 after the cooldown: Probe %v, PairState %v; want a half_open probe", info.Probe, info.PairState)
@@ -91,18 +92,18 @@ func TestPoolRetryAfterOpensOnlyThePair(t *testing.T) {
 func TestPoolExitScopedFailureParksTheExit(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		reply func(t *testing.T) scriptedReply
+		reply func(t *testing.T) testkit.Reply
 		class pool.Class
 	}{
-		{"407_response", func(*testing.T) scriptedReply { return scriptedReply{Status: http.StatusProxyAuthRequired} }, pool.ClassProxyAuth},
-		{"407_connect", func(*testing.T) scriptedReply {
-			return scriptedReply{Err: &transport.ProxyConnectError{Exit: "x0", StatusCode: http.StatusProxyAuthRequired}}
+		{"407_response", func(*testing.T) testkit.Reply { return testkit.Reply{Status: http.StatusProxyAuthRequired} }, pool.ClassProxyAuth},
+		{"407_connect", func(*testing.T) testkit.Reply {
+			return testkit.Reply{Err: &transport.ProxyConnectError{Exit: "x0", StatusCode: http.StatusProxyAuthRequired}}
 		}, pool.ClassProxyAuth},
-		{"gateway_refused", func(t *testing.T) scriptedReply { return scriptedReply{Err: scriptedRefusedErr(t)} }, pool.ClassProxyRefused},
+		{"gateway_refused", func(t *testing.T) testkit.Reply { return testkit.Reply{Err: testkit.RefusedErr(t)} }, pool.ClassProxyRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestPoolEnv(t, scriptedExits("x", 3))
-			env.base.on("x0", "*", tc.reply(t))
+			env := newTestPoolEnv(t, testkit.Exits("x", 3))
+			env.base.On("x0", "*", tc.reply(t))
 			i := poolHit(t, env, poolURLA, "x0", 100)
 			parkedAt := env.clock.Now()
 			if f := env.obs.Finished()[i]; f.Verdict.Outcome != pool.Permanent || f.Verdict.Scope != pool.ScopeExit || f.Verdict.Class != tc.class {
@@ -123,7 +124,7 @@ func TestPoolExitScopedFailureParksTheExit(t *testing.T) {
 			poolNever(t, env, "http://d.example/", "x0", 60, "just before ParkFor")
 
 			env.advancePast(e.NextProbe)
-			env.base.reset()
+			env.base.Reset()
 			i = poolHit(t, env, "http://e.example/", "x0", 200)
 			if info := env.obs.Started()[i]; !info.Probe || info.ExitState != breaker.HalfOpen {
 				t.Errorf("first attempt through x0 after ParkFor: Probe %v, ExitState %v; want an exit probe", info.Probe, info.ExitState)
@@ -137,14 +138,14 @@ func TestPoolExitScopedFailureParksTheExit(t *testing.T) {
 
 func TestPoolExitRollUpAcrossOrigins(t *testing.T) {
 	t.Run("half_fail", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 1)) // DefaultExitSettings: 5 failures, half of >= 10
-		env.base.setScript(func(c scriptedCall) (scriptedReply, bool) {
+		env := newTestPoolEnv(t, testkit.Exits("x", 1)) // DefaultExitSettings: 5 failures, half of >= 10
+		env.base.SetScript(func(c testkit.Call) (testkit.Reply, bool) {
 			var n int
 			fmt.Sscanf(c.Origin, "o%d.example", &n)
 			if n%2 == 1 {
-				return scriptedReply{Err: scriptedTimeoutErr}, true
+				return testkit.Reply{Err: testkit.ErrTimeout}, true
 			}
-			return scriptedReply{}, false
+			return testkit.Reply{}, false
 		})
 		for i := range 10 {
 			url := fmt.Sprintf("http://o%d.example/", i)
@@ -169,7 +170,7 @@ func TestPoolExitRollUpAcrossOrigins(t *testing.T) {
 			t.Errorf("request for a fresh origin: err = %v, want ErrNoHealthyExit", err)
 		}
 		env.advancePast(e.NextProbe)
-		env.base.reset()
+		env.base.Reset()
 		env.mustGet(t, nil, "http://after.example/")
 		if info := env.obs.Started(); !info[len(info)-1].Probe || info[len(info)-1].ExitState != breaker.HalfOpen {
 			t.Errorf("first attempt after the exit's cooldown = %+v, want an exit probe", info[len(info)-1])
@@ -179,14 +180,14 @@ func TestPoolExitRollUpAcrossOrigins(t *testing.T) {
 		}
 	})
 	t.Run("third_fail", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 1))
-		env.base.setScript(func(c scriptedCall) (scriptedReply, bool) {
+		env := newTestPoolEnv(t, testkit.Exits("x", 1))
+		env.base.SetScript(func(c testkit.Call) (testkit.Reply, bool) {
 			var n int
 			fmt.Sscanf(c.Origin, "o%d.example", &n)
 			if n%3 == 2 {
-				return scriptedReply{Err: scriptedResetErr}, true
+				return testkit.Reply{Err: testkit.ErrReset}, true
 			}
-			return scriptedReply{}, false
+			return testkit.Reply{}, false
 		})
 		for i := range 60 {
 			env.get(t, nil, fmt.Sprintf("http://o%d.example/", i))
@@ -198,8 +199,8 @@ func TestPoolExitRollUpAcrossOrigins(t *testing.T) {
 }
 
 func TestPoolSoftFailuresCountHalf(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 1))
-	env.base.on("*", poolOriginA, scriptedReply{Status: http.StatusBadGateway})
+	env := newTestPoolEnv(t, testkit.Exits("x", 1))
+	env.base.On("*", poolOriginA, testkit.Reply{Status: http.StatusBadGateway})
 	for i := 1; i <= 6; i++ {
 		_, code := env.mustGet(t, nil, poolURLA)
 		if code != 502 {
@@ -221,14 +222,14 @@ func TestPoolSoftFailuresCountHalf(t *testing.T) {
 
 func TestPoolDryRun(t *testing.T) {
 	t.Run("pairs", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithDryRun())
-		env.base.on("x0", poolOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(300)})
+		env := newTestPoolEnv(t, testkit.Exits("x", 2), pool.WithDryRun())
+		env.base.On("x0", poolOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(300)})
 		poolHit(t, env, poolURLA, "x0", 100)
 		if st := env.pairState("x0", poolOriginA); st != breaker.Open {
 			t.Fatalf("pair (x0, a.example) = %v, want open", st)
 		}
-		env.base.reset()
-		env.base.on("x1", poolOriginA, scriptedReply{Err: scriptedTimeoutErr})
+		env.base.Reset()
+		env.base.On("x1", poolOriginA, testkit.Reply{Err: testkit.ErrTimeout})
 		from := len(env.obs.Started())
 		got := pickCount2(t, env, poolURLA, 200)
 		if got["x0"] == 0 || got["x1"] == 0 {
@@ -262,8 +263,8 @@ func TestPoolDryRun(t *testing.T) {
 	})
 	// Regression: the origin guard's refusal was not reported as WouldRefuse.
 	t.Run("origin_guard", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 3), pool.WithDryRun())
-		guardTrip(t, env, poolURLA, poolOriginA, scriptedReply{Status: 503})
+		env := newTestPoolEnv(t, testkit.Exits("x", 3), pool.WithDryRun())
+		guardTrip(t, env, poolURLA, poolOriginA, testkit.Reply{Status: 503})
 		env.mustGet(t, nil, poolURLA)
 		info := env.obs.Started()
 		if last := info[len(info)-1]; !last.WouldRefuse {
@@ -290,7 +291,7 @@ func pickCount2(t *testing.T, env *scriptedEnv, rawURL string, n int) map[string
 }
 
 func TestPoolAddRemoveWhileTrafficFlows(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 4))
+	env := newTestPoolEnv(t, testkit.Exits("x", 4))
 	var (
 		removed    atomic.Bool
 		violations atomic.Int32
@@ -337,7 +338,7 @@ func TestPoolAddRemoveWhileTrafficFlows(t *testing.T) {
 		}()
 	}
 	warm.Wait() // traffic is flowing
-	added := scriptedExits("n", 2)
+	added := testkit.Exits("n", 2)
 	if err := env.pool.Add(added...); err != nil {
 		t.Fatalf("Add: %v", err)
 	}
@@ -357,9 +358,9 @@ func TestPoolAddRemoveWhileTrafficFlows(t *testing.T) {
 			t.Errorf("added exit %s never carried a request", l)
 		}
 	}
-	before := env.base.count("x0", "*")
+	before := env.base.Count("x0", "*")
 	poolNever(t, env, poolURLA, "x0", 100, "after Remove")
-	if n := env.base.count("x0", "*"); n != before {
+	if n := env.base.Count("x0", "*"); n != before {
 		t.Errorf("the base saw %d requests through x0 after Remove", n-before)
 	}
 	var labels []string
@@ -377,7 +378,7 @@ func TestPoolAddRemoveWhileTrafficFlows(t *testing.T) {
 }
 
 func TestPoolAddRejectsAndRemoveUnknown(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 2))
+	env := newTestPoolEnv(t, testkit.Exits("x", 2))
 	base := pool.MustParseExit("http://10.9.9.9:3128")
 	for _, tc := range []struct {
 		name  string
@@ -416,24 +417,24 @@ func TestPoolAddRejectsAndRemoveUnknown(t *testing.T) {
 }
 
 func TestPoolSweepDropsIdleHealthyPairs(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3), pool.WithIdleTTL(time.Minute))
+	env := newTestPoolEnv(t, testkit.Exits("x", 3), pool.WithIdleTTL(time.Minute))
 	// A pair gets a breaker on its first failure: one 429 without Retry-After through each exit
 	// (one failure of three, and no concern of the origin guard's).
-	env.base.on("*", poolOriginA, scriptedReply{Status: 429})
+	env.base.On("*", poolOriginA, testkit.Reply{Status: 429})
 	for i := 0; len(env.pool.Snapshot().Pairs) < 3; i++ {
 		if i > 200 {
 			t.Fatal("never used every exit")
 		}
 		env.mustGet(t, nil, poolURLA)
 	}
-	env.base.reset()
+	env.base.Reset()
 	// (x0, a.example) trips on failures (no Retry-After: those do not climb the backoff ladder) and
 	// re-closes: its backoff level stays up for StablePeriod (5 min).
-	env.base.on("x0", poolOriginA, scriptedReply{Status: 429})
+	env.base.On("x0", poolOriginA, testkit.Reply{Status: 429})
 	for env.pairState("x0", poolOriginA) != breaker.Open {
 		poolHit(t, env, poolURLA, "x0", 100)
 	}
-	env.base.reset()
+	env.base.Reset()
 	p, _ := env.pair("x0", poolOriginA)
 	env.advancePast(p.Breaker.NextProbe)
 	poolHit(t, env, poolURLA, "x0", 200)
@@ -441,9 +442,9 @@ func TestPoolSweepDropsIdleHealthyPairs(t *testing.T) {
 		t.Fatalf("pair (x0, a.example) = %v level %d, want closed at level 1", p.Breaker.State, p.Breaker.Level)
 	}
 	// (x1, b.example) is open for an hour.
-	env.base.on("x1", poolOriginB, scriptedReply{Status: 429, Header: scriptedRetryAfter(3600)})
+	env.base.On("x1", poolOriginB, testkit.Reply{Status: 429, Header: testkit.RetryAfter(3600)})
 	poolHit(t, env, poolURLB, "x1", 100)
-	env.base.reset()
+	env.base.Reset()
 
 	env.clock.Advance(2 * time.Minute)
 	env.pool.Sweep(env.clock.Now())
@@ -485,7 +486,7 @@ func TestPoolSweepDropsIdleHealthyPairs(t *testing.T) {
 // made origin between lookup and acquire, and the request failed with a NoHealthyExitError though
 // every exit was healthy.
 func TestPoolSweepDuringPickDoesNotRefuse(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 2), pool.WithIdleTTL(time.Minute))
+	env := newTestPoolEnv(t, testkit.Exits("x", 2), pool.WithIdleTTL(time.Minute))
 	far := env.clock.Now().Add(24 * time.Hour)
 	stop := make(chan struct{})
 	var sweeper sync.WaitGroup
@@ -530,8 +531,8 @@ func TestPoolSweepDuringPickDoesNotRefuse(t *testing.T) {
 }
 
 func TestPoolSnapshotJSON(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 2))
-	env.base.on("x0", poolOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(60)})
+	env := newTestPoolEnv(t, testkit.Exits("x", 2))
+	env.base.On("x0", poolOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(60)})
 	poolHit(t, env, poolURLA, "x0", 100)
 	env.mustGet(t, nil, poolURLB)
 	snap := env.pool.Snapshot()

@@ -15,6 +15,11 @@ const DefaultPeekLimit = 4 << 10
 // peeks at without a WAF header hint: interstitials are small, real pages rarely are.
 const smallPage = 32 << 10
 
+// maxChallengeLinks is the most links a 200 page may hold and still pass for a captcha interstitial
+// rather than a page that embeds a captcha: a gate page links to little (a privacy notice, a help
+// page), a real page has navigation.
+const maxChallengeLinks = 3
+
 // Sample is what a Detector looks at: the response (headers and status) and, for suspicious
 // responses, the first bytes of its body.
 type Sample struct {
@@ -24,7 +29,9 @@ type Sample struct {
 	Complete bool   // Body is the whole body
 }
 
-// Contains reports whether the lower-cased body contains s, which must be lower case.
+// Contains reports whether the lower-cased body contains s, which must be lower case. A marker of
+// up to 32 bytes costs no allocation (the compiler converts it on the stack); the built-in
+// detectors keep theirs that short.
 func (s *Sample) Contains(sub string) bool { return bytes.Contains(s.Lower, []byte(sub)) }
 
 // Header returns the named response header, lower-cased.
@@ -48,78 +55,50 @@ func (d detectorFunc) Detect(s *Sample) bool { return d.fn(s) }
 // NewDetector returns a Detector named name that matches when fn returns true.
 func NewDetector(name string, fn func(*Sample) bool) Detector { return detectorFunc{name, fn} }
 
-func containsAny(s *Sample, subs ...string) bool {
-	for _, sub := range subs {
-		if s.Contains(sub) {
-			return true
-		}
-	}
-	return false
-}
+// Vendor edges, recognised by the headers their edge servers add. None is a challenge by itself:
+// each is on every response the vendor serves. They make a marker that is weak alone (a page title)
+// count, and they make suspicious peek at 200 pages of any length.
 
-// The built-in detectors.
-var (
-	// Cloudflare matches the cf-mitigated: challenge header and Cloudflare's challenge and block pages.
-	Cloudflare = NewDetector("cloudflare", func(s *Sample) bool {
-		if s.Header("Cf-Mitigated") == "challenge" {
-			return true
-		}
-		if containsAny(s, "/cdn-cgi/challenge-platform/", "cf_chl_opt", "cf-browser-verification") {
-			return true
-		}
-		cf := strings.Contains(s.Header("Server"), "cloudflare") || s.Response.Header.Get("Cf-Ray") != ""
-		return cf && s.Response.StatusCode != http.StatusOK &&
-			containsAny(s, "<title>just a moment...</title>", "attention required! | cloudflare", "cf-error-details")
-	})
-	// DataDome matches DataDome's captcha and block pages.
-	DataDome = NewDetector("datadome", func(s *Sample) bool {
-		if containsAny(s, "captcha-delivery.com") {
-			return true
-		}
-		return s.Response.StatusCode == http.StatusForbidden && s.Response.Header.Get("X-Datadome") != ""
-	})
-	// PerimeterX matches PerimeterX (HUMAN) block pages.
-	PerimeterX = NewDetector("perimeterx", func(s *Sample) bool {
-		return containsAny(s, "px-captcha", "_pxappid", "px-cdn.net", "perimeterx")
-	})
-	// Akamai matches Akamai's "Access Denied … Reference #" block page.
-	Akamai = NewDetector("akamai", func(s *Sample) bool {
-		if s.Response.StatusCode != http.StatusForbidden {
-			return false
-		}
-		return s.Contains("access denied") && containsAny(s, "reference #", "reference&#32;&#35;")
-	})
-	// Captcha matches pages built around reCAPTCHA, hCaptcha or Turnstile: on an error status always,
-	// on a 200 only when the whole (small) page was read, so a login form with a captcha is not a block.
-	Captcha = NewDetector("captcha", func(s *Sample) bool {
-		if s.Response.StatusCode == http.StatusOK && !s.Complete {
-			return false
-		}
-		return containsAny(s, "g-recaptcha", "google.com/recaptcha", "hcaptcha.com", "h-captcha",
-			"challenges.cloudflare.com/turnstile", "cf-turnstile")
-	})
-)
-
-// DefaultDetectors are the detectors DefaultClassifier uses.
-var DefaultDetectors = []Detector{Cloudflare, DataDome, PerimeterX, Akamai, Captcha}
-
-// suspicious reports whether a response may be a soft block worth peeking at.
+// suspicious reports whether a response may be a soft block worth peeking at. It runs on every
+// response, so it reads only the status and a few headers, and a 200 that is not HTML costs one
+// header lookup, as before there were vendor hints.
+//
+//   - 403, 428, 429 and 503: always (block pages, Akamai's and Kasada's challenges, rate limits).
+//   - 202 and 405: with AWS WAF's x-amzn-waf-action header, or HTML (its Challenge and CAPTCHA).
+//   - 200 HTML: when small (a declared length up to 32 KiB), or, at any length, with a header that
+//     says a WAF vendor's edge served it (cf-mitigated, X-DataDome, Cloudflare's Server or CF-Ray,
+//     Imperva's X-Iinfo or X-CDN, Server: AkamaiGHost, AWS WAF's action header, or Akamai Bot
+//     Manager's challenge cookie sec_cpt being set): compressed and chunked pages arrive with no
+//     length, and challenges are served that way too. Other 200 pages are never peeked at.
 func suspicious(resp *http.Response) bool {
+	h := resp.Header
 	switch resp.StatusCode {
-	case http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+	case http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusPreconditionRequired:
 		return true
+	case http.StatusAccepted, http.StatusMethodNotAllowed:
+		return headerValue(h, "X-Amzn-Waf-Action") != "" || strings.Contains(headerValue(h, "Content-Type"), "html")
 	case http.StatusOK:
 	default:
 		return false
 	}
-	if !strings.Contains(resp.Header.Get("Content-Type"), "html") {
+	if !strings.Contains(headerValue(h, "Content-Type"), "html") {
 		return false
 	}
-	h := resp.Header
-	if h.Get("Cf-Mitigated") != "" || h.Get("X-Datadome") != "" {
+	if resp.ContentLength >= 0 && resp.ContentLength <= smallPage {
 		return true
 	}
-	return resp.ContentLength >= 0 && resp.ContentLength <= smallPage
+	return headerValue(h, "Cf-Mitigated") != "" || headerValue(h, "X-Datadome") != "" || headerValue(h, "X-Amzn-Waf-Action") != "" ||
+		cloudflareEdge(h) || impervaEdge(h) || akamaiEdge(h) || setsCookie(h, "sec_cpt=")
+}
+
+// setsCookie reports whether a Set-Cookie header of h sets the cookie prefix names ("name=").
+func setsCookie(h http.Header, prefix string) bool {
+	for _, c := range h["Set-Cookie"] {
+		if strings.HasPrefix(c, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // peekBody reads up to limit bytes of resp's body and puts them back in front of the rest, so the

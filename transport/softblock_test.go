@@ -68,7 +68,20 @@ func TestBuiltinDetectors(t *testing.T) {
 		{"cf title + ray", Cloudflare, softblockSample(503, "<title>Just a moment...</title>", true, "Cf-Ray", "abc-LHR"), true},
 		{"cf attention + server", Cloudflare, softblockSample(403, "Attention Required! | Cloudflare", true, "Server", "Cloudflare"), true},
 		{"cf error details", Cloudflare, softblockSample(403, `<div id="cf-error-details">`, true, "Server", "cloudflare"), true},
-		{"cf title on 200", Cloudflare, softblockSample(200, "<title>Just a moment...</title>", true, "Server", "cloudflare"), false},
+		// Regression (issue 12): a 200 "Just a moment..." page from Cloudflare without cf-mitigated
+		// passed for success, and a crawl stopped after one page.
+		{"cf title on 200", Cloudflare, softblockSample(200, "<title>Just a moment...</title>", false, "Server", "cloudflare"), true},
+		{"cf title on 200, ray only", Cloudflare, softblockSample(200, "<title>Just a moment...</title>", false, "Cf-Ray", "8a1b-LHR"), true},
+		{"cf title on 200 without cf headers", Cloudflare, softblockSample(200, "<title>Just a moment...</title>", true, "Server", "nginx"), false},
+		{"cf attention on 200", Cloudflare, softblockSample(200, "<title>Attention Required! | Cloudflare</title>", true, "Server", "cloudflare"), true},
+		{"cf error details on 200", Cloudflare, softblockSample(200, `<div id="cf-error-details">`, true, "Server", "cloudflare"), false},
+		{"cf orchestrate without platform path", Cloudflare, softblockSample(403, `/orchestrate/jsch/v1`, true), false},
+		// Cloudflare's JavaScript detections put this beacon on ordinary pages.
+		{"cf jsd beacon on 200", Cloudflare, softblockSample(200,
+			`<script>window.__CF$cv$params={r:'8a1b'};a.src='/cdn-cgi/challenge-platform/scripts/jsd/main.js';</script>`, true,
+			"Server", "cloudflare"), false},
+		{"cf jsd beacon on 403", Cloudflare, softblockSample(403,
+			`<script>a.src='/cdn-cgi/challenge-platform/h/b/scripts/jsd/1a2b/main.js';</script>`, true, "Server", "cloudflare"), false},
 		{"cf title without cf headers", Cloudflare, softblockSample(403, "<title>Just a moment...</title>", true, "Server", "nginx"), false},
 		{"cf server, plain page", Cloudflare, softblockSample(403, "forbidden", true, "Server", "cloudflare"), false},
 
@@ -80,7 +93,11 @@ func TestBuiltinDetectors(t *testing.T) {
 
 		{"px captcha", PerimeterX, softblockSample(403, `<div id="px-captcha">`, false), true},
 		{"px app id", PerimeterX, softblockSample(403, `window._pxAppId = "PX123"`, false), true},
-		{"px cdn", PerimeterX, softblockSample(200, `https://client.px-cdn.net/PX123/main.min.js`, false), true},
+		{"px cdn on 403", PerimeterX, softblockSample(403, `https://client.px-cdn.net/PX123/main.min.js`, false), true},
+		// Every PerimeterX-protected page loads the sensor: on a 200 only the block page's captcha counts.
+		{"px cdn on 200", PerimeterX, softblockSample(200, `https://client.px-cdn.net/PX123/main.min.js`, true), false},
+		{"px app id on 200", PerimeterX, softblockSample(200, `window._pxAppId = "PX123"`, true), false},
+		{"px captcha on 200", PerimeterX, softblockSample(200, `<div id="px-captcha"></div>`, false), true},
 		{"px name", PerimeterX, softblockSample(403, `Powered by PerimeterX`, false), true},
 		{"px nothing", PerimeterX, softblockSample(403, "forbidden", true), false},
 
@@ -89,6 +106,51 @@ func TestBuiltinDetectors(t *testing.T) {
 		{"akamai on 200", Akamai, softblockSample(200, "Access Denied Reference #18.abc", true), false},
 		{"akamai no reference", Akamai, softblockSample(403, "Access Denied", true), false},
 		{"akamai no denial", Akamai, softblockSample(403, "Reference #18.abc", true), false},
+		{"akamai on 200 from the edge", Akamai, softblockSample(200, "Access Denied Reference #18.abc", false, "Server", "AkamaiGHost"), true},
+		{"akamai on 200 with edgesuite link", Akamai, softblockSample(200,
+			"Access Denied. Reference&#32;&#35;18.abc <p>https&#58;&#47;&#47;errors&#46;edgesuite&#46;net&#47;18.abc</p>", false), true},
+		{"akamai on 503 without edge", Akamai, softblockSample(503, "Access Denied Reference #18.abc", true, "Server", "nginx"), false},
+		{"akamai sec-cpt on 200", Akamai, softblockSample(200, `<div id="sec-if-cpt-container"></div>`, true), true},
+		{"akamai sec-cpt on 200, incomplete", Akamai, softblockSample(200, `<div id="sec-if-cpt-container"></div>`, false), false},
+		{"akamai cp_challenge on 428", Akamai, softblockSample(428, `{"branding_url_content":"/_sec/cp_challenge/crypto_message-4-3.htm"}`, false), true},
+		{"akamai sec-cp-challenge on 428", Akamai, softblockSample(428, `{"sec-cp-challenge": "true","provider":"crypto"}`, false), true},
+		{"akamai sec-cp-challenge on 200", Akamai, softblockSample(200, `if (r["sec-cp-challenge"]) {}`, true), false},
+		{"akamai powered by on 403", Akamai, softblockSample(403, "Powered and protected by Akamai", true), true},
+		{"akamai cookies only", Akamai, softblockSample(200, "<html>shop</html>", true, "Set-Cookie", "_abck=x", "Set-Cookie", "bm_sz=y"), false},
+
+		{"imperva incident id", Imperva, softblockSample(200, "Request unsuccessful. Incapsula incident ID: 123-456", false), true},
+		{"imperva iframe resource", Imperva, softblockSample(200,
+			`<iframe id="main-iframe" src="/_Incapsula_Resource?CWUDNSAI=9&incident_id=123-456&edet=15"></iframe>`, false), true},
+		{"imperva injected script", Imperva, softblockSample(200,
+			`<script src="/_Incapsula_Resource?SWJIYLWA=719d34d31c8e3a6e"></script>`, true, "X-Iinfo", "12-345-678 NNNN CT(0 0 0)"), false},
+		{"imperva header only", Imperva, softblockSample(403, "forbidden", true, "X-Iinfo", "12-345-678 NNNN", "X-Cdn", "Imperva"), false},
+		{"imperva security service, header", Imperva, softblockSample(403,
+			"This request was blocked by our security service", true, "X-Cdn", "Incapsula"), true},
+		{"imperva security service, named", Imperva, softblockSample(403,
+			"This request was blocked by our security service. Powered by Imperva", true), true},
+		{"imperva security service, unnamed", Imperva, softblockSample(403,
+			"This request was blocked by our security service", true, "Server", "nginx"), false},
+		{"imperva abp", Imperva, softblockSample(200, "<title>Pardon Our Interruption</title>", false), true},
+
+		{"awswaf challenge header", AWSWAF, softblockSample(202, "", true, "X-Amzn-Waf-Action", "challenge"), true},
+		{"awswaf captcha header", AWSWAF, softblockSample(405, "", true, "X-Amzn-Waf-Action", "CAPTCHA"), true},
+		{"awswaf other header value", AWSWAF, softblockSample(202, "", true, "X-Amzn-Waf-Action", "count"), false},
+		{"awswaf goku on 202", AWSWAF, softblockSample(202, `window.gokuProps = {"key":"k"}`, false), true},
+		{"awswaf goku on 200", AWSWAF, softblockSample(200, `window.gokuProps = {"key":"k"}`, true), false},
+		{"awswaf script on small 405", AWSWAF, softblockSample(405,
+			`<script src="https://ab12.token.awswaf.com/ab12/cd34/challenge.js"></script>`, true), true},
+		{"awswaf script on 405, incomplete", AWSWAF, softblockSample(405,
+			`<script src="https://ab12.token.awswaf.com/ab12/cd34/challenge.js"></script>`, false), false},
+		{"awswaf script on 200", AWSWAF, softblockSample(200,
+			`<script src="https://ab12.edge.sdk.awswaf.com/ab12/cd34/challenge.js"></script>`, true), false},
+
+		{"kasada header on 429", Kasada, softblockSample(429, "", true, "X-Kpsdk-Ct", "0abc"), true},
+		{"kasada header on 403", Kasada, softblockSample(403, "", true, "X-Kpsdk-R", "1-AAA"), true},
+		{"kasada header on 200", Kasada, softblockSample(200, `{"items":[]}`, true, "X-Kpsdk-Ct", "0abc"), false},
+		{"kasada body on 429", Kasada, softblockSample(429,
+			`<script>window.KPSDK={};</script><script src="/149e/2d20/ips.js?tkrm_alpekz_s1.3=abc"></script>`, true), true},
+		{"kasada ips.js alone", Kasada, softblockSample(429, `<script src="/ips.js"></script>`, true), false},
+		{"kasada plain 429", Kasada, softblockSample(429, "slow down", true, "Retry-After", "5"), false},
 
 		{"recaptcha 403", Captcha, softblockSample(403, `<div class="g-recaptcha">`, false), true},
 		{"recaptcha script", Captcha, softblockSample(403, `https://www.google.com/recaptcha/api.js`, false), true},
@@ -97,6 +159,20 @@ func TestBuiltinDetectors(t *testing.T) {
 		{"turnstile", Captcha, softblockSample(403, `https://challenges.cloudflare.com/turnstile/v0/api.js`, false), true},
 		{"cf-turnstile", Captcha, softblockSample(503, `<div class="CF-Turnstile">`, false), true},
 		{"captcha 200 complete", Captcha, softblockSample(200, `<div class="g-recaptcha">`, true), true},
+		{"captcha 200 login form", Captcha, softblockSample(200,
+			`<form><input name="user"><input type="password" name="pw"><div class="g-recaptcha"></div></form>`, true), false},
+		{"captcha 200 contact form", Captcha, softblockSample(200,
+			`<form><textarea name="msg"></textarea><div class="h-captcha"></div></form>`, true), false},
+		{"captcha 200 search box", Captcha, softblockSample(200,
+			`<form><select name="c"><option>a</option></select><div class="cf-turnstile"></div></form>`, true), false},
+		{"captcha 200 with navigation", Captcha, softblockSample(200,
+			`<a href="/">home</a><a href="/a">a</a><a href="/b">b</a><a href="/c">c</a><div class="g-recaptcha"></div>`, true), false},
+		{"captcha 200 gate with hidden fields", Captcha, softblockSample(200,
+			`<form method="post"><input type="hidden" name="t" value="1"><div class="g-recaptcha"></div>`+
+				`<noscript><textarea name="g-recaptcha-response" class="g-recaptcha-response"></textarea></noscript>`+
+				`<input type=submit value="Continue"></form><a href="/privacy">privacy</a>`, true), true},
+		{"captcha login form on 403", Captcha, softblockSample(403,
+			`<form><input type="password"><div class="g-recaptcha"></div></form>`, true), true},
 		{"captcha 200 incomplete", Captcha, softblockSample(200, `<div class="g-recaptcha">`, false), false},
 		{"captcha 200 complete, none", Captcha, softblockSample(200, `<form>login</form>`, true), false},
 		{"captcha 403 nothing", Captcha, softblockSample(403, "forbidden", true), false},
@@ -111,7 +187,7 @@ func TestBuiltinDetectors(t *testing.T) {
 }
 
 func TestDefaultDetectorsNames(t *testing.T) {
-	want := []string{"cloudflare", "datadome", "perimeterx", "akamai", "captcha"}
+	want := []string{"cloudflare", "datadome", "perimeterx", "akamai", "imperva", "awswaf", "kasada", "captcha"}
 	if len(DefaultDetectors) != len(want) {
 		t.Fatalf("len(DefaultDetectors) = %d, want %d", len(DefaultDetectors), len(want))
 	}
@@ -162,7 +238,26 @@ func TestSuspicious(t *testing.T) {
 		{"200 json", classifyResp(200, "{}", false, "Content-Type", "application/json"), false},
 		{"200 no content type", classifyResp(200, "<html></html>", false), false},
 		{"200 json, cf-mitigated", classifyResp(200, "{}", false, "Cf-Mitigated", "challenge", "Content-Type", "application/json"), false},
+		{"200 html unknown length, server cloudflare", classifyResp(200, "x", true, "Server", "cloudflare", html[0], html[1]), true},
+		{"200 html unknown length, server Cloudflare", classifyResp(200, "x", true, "Server", "Cloudflare", html[0], html[1]), true},
+		{"200 html unknown length, cf-ray", classifyResp(200, "x", true, "Cf-Ray", "8a1b-LHR", html[0], html[1]), true},
+		{"200 html unknown length, x-iinfo", classifyResp(200, "x", true, "X-Iinfo", "1-2-3 NNNN", html[0], html[1]), true},
+		{"200 html unknown length, x-cdn imperva", classifyResp(200, "x", true, "X-Cdn", "Imperva", html[0], html[1]), true},
+		{"200 html unknown length, x-cdn other", classifyResp(200, "x", true, "X-Cdn", "Fastly", html[0], html[1]), false},
+		{"200 html unknown length, akamaighost", classifyResp(200, "x", true, "Server", "AkamaiGHost", html[0], html[1]), true},
+		{"200 html unknown length, aws waf", classifyResp(200, "x", true, "X-Amzn-Waf-Action", "challenge", html[0], html[1]), true},
+		{"200 html unknown length, sec_cpt cookie", classifyResp(200, "x", true, "Set-Cookie", "sec_cpt=0A1B~1~-1; Path=/", html[0], html[1]), true},
+		{"200 html unknown length, other cookie", classifyResp(200, "x", true, "Set-Cookie", "_abck=0A1B~-1; Path=/", html[0], html[1]), false},
+		{"200 html unknown length, server nginx", classifyResp(200, "x", true, "Server", "nginx", html[0], html[1]), false},
+		{"200 json, server cloudflare", classifyResp(200, "{}", true, "Server", "cloudflare", "Content-Type", "application/json"), false},
+		{"428", classifyResp(428, "{}", false, "Content-Type", "application/json"), true},
+		{"202 aws waf", classifyResp(202, "", false, "X-Amzn-Waf-Action", "challenge"), true},
+		{"202 html", classifyResp(202, "<html></html>", false, html...), true},
+		{"202 json", classifyResp(202, `{"job":1}`, false, "Content-Type", "application/json"), false},
+		{"405 aws waf", classifyResp(405, "", false, "X-Amzn-Waf-Action", "captcha"), true},
+		{"405 plain", classifyResp(405, "", false), false},
 		{"404", classifyResp(404, "<html></html>", false, html...), false},
+		{"404 cloudflare", classifyResp(404, "<html></html>", true, "Server", "cloudflare", html[0], html[1]), false},
 		{"500", classifyResp(500, "x", false, html...), false},
 		{"502", classifyResp(502, "x", false, html...), false},
 		{"301", classifyResp(301, "", false, html...), false},
@@ -469,4 +564,114 @@ func TestPeekBodyExactlyTheLimitIsComplete(t *testing.T) {
 	if complete {
 		t.Errorf("Sample.Complete for %d bytes of unknown length at limit %d = true, want false", limit, limit)
 	}
+}
+
+// BenchmarkClassifySoftblock measures what the default classifier costs on responses that are not
+// challenges: a JSON 200 and an HTML 200 of unknown length (neither may be peeked at), an HTML 200
+// served through a vendor's edge, and the same page under 32 KiB with its length (both peeked at,
+// 4 KiB). Each op builds nothing but the body reader.
+func BenchmarkClassifySoftblock(b *testing.B) {
+	page := strings.Repeat("<p>catalogue entry</p>\n", 400) // ~9 KiB, no markers
+	cases := []struct {
+		name       string
+		body       string
+		unknownLen bool
+		kv         []string
+	}{
+		{"json-200", `{"ok":true}` + "\n", false, []string{"Content-Type", "application/json"}},
+		{"html-200-unknown-length", page, true, []string{"Content-Type", "text/html; charset=utf-8"}},
+		{"html-200-known-length", page, false, []string{"Content-Type", "text/html; charset=utf-8"}},
+		{"html-200-cloudflare-unknown-length", page, true,
+			[]string{"Content-Type", "text/html; charset=utf-8", "Server", "cloudflare", "Cf-Ray", "8a1b2c3d4e5f6a7b-LHR"}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			resp := classifyResp(200, "", c.unknownLen, c.kv...)
+			if !c.unknownLen {
+				resp.ContentLength = int64(len(c.body))
+			}
+			a := classifyRespAttempt(resp)
+			r := strings.NewReader(c.body)
+			body := io.NopCloser(r)
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Reset(c.body)
+				resp.Body = body
+				if v := DefaultClassifier.Classify(a); v.Class != pool.ClassOK {
+					b.Fatalf("Classify = %+v, want ok", v)
+				}
+			}
+		})
+	}
+}
+
+func TestChallengeShapeHelpers(t *testing.T) {
+	links := []struct {
+		html string
+		want int
+	}{
+		{``, 0},
+		{`<a href="/">x</a>`, 1},
+		{"<a>x</a><a\nhref=/>y</a><a/>", 3},
+		{`<abbr>x</abbr><article><aside>`, 0},
+		{`<a`, 0}, // cut off by the peek
+		{`<a href=1><a href=2><a href=3><a href=4>`, 4},
+	}
+	for _, tt := range links {
+		if got := countTags([]byte(tt.html), "<a"); got != tt.want {
+			t.Errorf("countTags(%q, <a) = %d, want %d", tt.html, got, tt.want)
+		}
+	}
+	fields := []struct {
+		html string
+		want bool
+	}{
+		{``, false},
+		{`<input>`, true},
+		{`<input name=q>`, true},
+		{`<input type="password">`, true},
+		{`<input type='email'>`, true},
+		{`<input type=search>`, true},
+		{`<input type = "text">`, true},
+		{`<input type="hidden" name="t"><input type=submit><input type="button"><input type="checkbox">`, false},
+		{`<input data-type="hidden">`, true},              // data-type is not type: no type is a text field
+		{`<input data-type="text" type="hidden">`, false}, // the real type is found after data-type
+		{`<input name="type" type="hidden">`, false},
+		{`<input/type="hidden">`, true}, // '/' before the name: not an attribute boundary we know
+		{`<textarea name="msg"></textarea>`, true},
+		{`<noscript><textarea name="g-recaptcha-response"></textarea></noscript>`, false},
+		{`<noscript><textarea name="h-captcha-response"></textarea></noscript>`, false},
+		{`<select name="c"></select>`, true},
+		{`<inputs><textareas><selection>`, false},
+		{`<input type="hidden"`, false}, // cut off by the peek
+		{`<input type="`, true},         // cut off inside the value: an unknown type is a field
+		{`<`, false},
+		{`<input`, false},
+		{`<<<<input >`, true},
+	}
+	for _, tt := range fields {
+		if got := hasUserField([]byte(tt.html)); got != tt.want {
+			t.Errorf("hasUserField(%q) = %v, want %v", tt.html, got, tt.want)
+		}
+	}
+}
+
+// FuzzChallengeShape: the HTML scanners see hostile bytes; they must not panic or loop, and a page
+// with more links than maxChallengeLinks is never challenge-shaped.
+func FuzzChallengeShape(f *testing.F) {
+	for _, s := range []string{``, `<a href=1>`, `<input type="hidden">`, `<textarea name=x>`, `<input type='`, `<<a<a `, "<input\x00type=x>"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		lower := lowerASCII(b)
+		n := countTags(lower, "<a")
+		_ = hasUserField(lower)
+		s := &Sample{Response: &http.Response{StatusCode: 200, Header: http.Header{}}, Body: b, Lower: lower, Complete: true}
+		if n > maxChallengeLinks && challengeShaped(s) {
+			t.Fatalf("challengeShaped(%q) = true with %d links", b, n)
+		}
+		for _, d := range DefaultDetectors {
+			d.Detect(s)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -22,9 +23,9 @@ const (
 // a fresh one (as after a restart), keep their remaining windows and trip counts; the fresh pool
 // sends nothing through them until then.
 func TestStateSurvivesARestart(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3))
-	env.base.on("x0", "*", scriptedReply{Status: 407})
-	env.base.on("x1", stateOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(300)})
+	env := newTestPoolEnv(t, testkit.Exits("x", 3))
+	env.base.On("x0", "*", testkit.Reply{Status: 407})
+	env.base.On("x1", stateOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(300)})
 	for i := 0; i < 50 && (env.pairState("x1", stateOriginA) != breaker.Open || !exitParked(env, "x0")); i++ {
 		env.get(t, nil, stateURLA)
 	}
@@ -45,7 +46,7 @@ func TestStateSurvivesARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	fresh := newTestPoolEnv(t, scriptedExits("x", 3))
+	fresh := newTestPoolEnv(t, testkit.Exits("x", 3))
 	fresh.clock.Set(env.clock.Now())
 	applied, skipped, err := fresh.pool.Restore(fresh.clock.Now(), loaded)
 	if err != nil || applied != 2 || skipped != 0 {
@@ -107,16 +108,16 @@ func hasTarget(ts []pool.ProbeTarget, scope pool.Scope, exit, origin string) boo
 // when the exit's pair is OPEN it is refused rather than rerouted; once due, it takes the pair's
 // single probe slot, which a second pinned request then cannot take.
 func TestPinExitProbesThroughThePermitPath(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3))
+	env := newTestPoolEnv(t, testkit.Exits("x", 3))
 	for range 10 {
 		label, _ := env.mustGet(t, transport.ContextWithExit(context.Background(), "x2"), stateURLA)
 		if label != "x2" {
 			t.Fatalf("pinned request went through %s, want x2", label)
 		}
 	}
-	env.base.on("x2", stateOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(60)})
+	env.base.On("x2", stateOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(60)})
 	env.mustGet(t, transport.ContextWithExit(context.Background(), "x2"), stateURLA)
-	env.base.reset()
+	env.base.Reset()
 	_, _, err := env.get(t, transport.ContextWithExit(context.Background(), "x2"), stateURLA)
 	if !errors.Is(err, pool.ErrNoHealthyExit) {
 		t.Fatalf("pinned request to an OPEN pair: err = %v, want ErrNoHealthyExit", err)
@@ -128,14 +129,14 @@ func TestPinExitProbesThroughThePermitPath(t *testing.T) {
 	p, _ := env.pair("x2", stateOriginA)
 	env.clock.Set(p.Breaker.NextProbe)
 	hold := make(chan struct{})
-	env.base.on("x2", stateOriginA, scriptedReply{Hold: hold})
-	calls := env.base.count("x2", stateOriginA)
+	env.base.On("x2", stateOriginA, testkit.Reply{Hold: hold})
+	calls := env.base.Count("x2", stateOriginA)
 	held := make(chan string, 1)
 	go func() {
 		label, _, _ := env.get(t, transport.ContextWithExit(context.Background(), "x2"), stateURLA)
 		held <- label
 	}()
-	for deadline := time.Now().Add(10 * time.Second); env.base.count("x2", stateOriginA) == calls; {
+	for deadline := time.Now().Add(10 * time.Second); env.base.Count("x2", stateOriginA) == calls; {
 		if time.Now().After(deadline) {
 			t.Fatal("the probe never reached the base")
 		}

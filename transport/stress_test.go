@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -92,31 +93,31 @@ func stressFinishedAtHeaders(resp *http.Response, err error) bool {
 }
 
 // stressReply draws a random outcome for one attempt.
-func stressReply(c scriptedCall) (scriptedReply, bool) {
+func stressReply(c testkit.Call) (testkit.Reply, bool) {
 	if _, ok := c.Req.Context().Deadline(); ok {
-		return scriptedReply{Hang: true}, true // the caller's deadline ends it
+		return testkit.Reply{Hang: true}, true // the caller's deadline ends it
 	}
 	switch r := rand.IntN(1000); {
 	case r < 2:
-		return scriptedReply{Status: http.StatusProxyAuthRequired}, true
+		return testkit.Reply{Status: http.StatusProxyAuthRequired}, true
 	case r < 22:
-		return scriptedReply{Status: http.StatusTooManyRequests, Header: scriptedRetryAfter(1 + rand.IntN(120))}, true
+		return testkit.Reply{Status: http.StatusTooManyRequests, Header: testkit.RetryAfter(1 + rand.IntN(120))}, true
 	case r < 52:
-		return scriptedReply{Err: scriptedTimeoutErr}, true
+		return testkit.Reply{Err: testkit.ErrTimeout}, true
 	case r < 67:
-		return scriptedReply{Err: scriptedResetErr}, true
+		return testkit.Reply{Err: testkit.ErrReset}, true
 	case r < 117:
-		return scriptedReply{Status: http.StatusInternalServerError, Body: "bug"}, true
+		return testkit.Reply{Status: http.StatusInternalServerError, Body: "bug"}, true
 	case r < 137:
-		return scriptedReply{Status: http.StatusServiceUnavailable}, true
+		return testkit.Reply{Status: http.StatusServiceUnavailable}, true
 	case r < 142:
-		return scriptedReply{Err: &transport.ProxyConnectError{Exit: c.Exit, StatusCode: http.StatusBadGateway}}, true
+		return testkit.Reply{Err: &transport.ProxyConnectError{Exit: c.Exit, StatusCode: http.StatusBadGateway}}, true
 	case r < 152:
-		return scriptedReply{Body: "partial", BodyErr: io.ErrUnexpectedEOF}, true
+		return testkit.Reply{Body: "partial", BodyErr: io.ErrUnexpectedEOF}, true
 	case r < 177:
-		return scriptedReply{Status: http.StatusNotFound, Body: "nope"}, true
+		return testkit.Reply{Status: http.StatusNotFound, Body: "nope"}, true
 	}
-	return scriptedReply{Body: strings.Repeat("ok", 1+rand.IntN(64))}, true
+	return testkit.Reply{Body: strings.Repeat("ok", 1+rand.IntN(64))}, true
 }
 
 func TestStressProbeLimitAndNoLeaks(t *testing.T) {
@@ -126,8 +127,8 @@ func TestStressProbeLimitAndNoLeaks(t *testing.T) {
 		origins    = 6
 	)
 	var exits []*pool.Exit
-	exits = append(exits, scriptedExits("t0-", 6)...)
-	for _, e := range scriptedExits("t1-", 4) {
+	exits = append(exits, testkit.Exits("t0-", 6)...)
+	for _, e := range testkit.Exits("t1-", 4) {
 		exits = append(exits, e.WithTier(1))
 	}
 	tracker := &stressTracker{live: map[string][]*stressProbe{}}
@@ -136,13 +137,13 @@ func TestStressProbeLimitAndNoLeaks(t *testing.T) {
 		pool.WithPairSettings(breaker.Settings{HalfOpenProbes: 1, ProbeLease: stressLease}),
 		pool.WithIdleTTL(10*time.Minute), // background sweeps run during the test
 	)
-	env.base.onReturn = func(req *http.Request, resp *http.Response, err error) {
+	env.base.OnReturn = func(req *http.Request, resp *http.Response, err error) {
 		if stressFinishedAtHeaders(resp, err) {
 			stressEnd(req.Context())
 		}
 	}
-	env.base.onBodyEnd = func(req *http.Request) { stressEnd(req.Context()) }
-	env.base.setScript(stressReply)
+	env.base.OnBodyEnd = func(req *http.Request) { stressEnd(req.Context()) }
+	env.base.SetScript(stressReply)
 
 	var (
 		contract  = make(chan string, 64)
@@ -275,7 +276,7 @@ func TestStressProbeLimitAndNoLeaks(t *testing.T) {
 	stressNoneOut(t, env, "after the run")
 
 	// Far beyond every lease, cooldown, park and Retry-After, everything admits traffic again.
-	env.base.reset()
+	env.base.Reset()
 	env.clock.Advance(3 * time.Hour)
 	snap := env.pool.Snapshot()
 	for _, p := range snap.Pairs {

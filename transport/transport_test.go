@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -38,22 +39,22 @@ type transportCtxKey struct{}
 func TestTransportDoesNotModifyTheRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		reply scriptedReply
+		reply testkit.Reply
 		setup func(env *scriptedEnv)
 	}{
-		{"ok", scriptedReply{Body: "hello"}, nil},
-		{"rate_limited", scriptedReply{Status: 429, Header: scriptedRetryAfter(10)}, nil},
-		{"reset", scriptedReply{Err: scriptedResetErr}, nil},
-		{"no_healthy_exit", scriptedReply{}, func(env *scriptedEnv) { env.pool.Remove("x0") }},
+		{"ok", testkit.Reply{Body: "hello"}, nil},
+		{"rate_limited", testkit.Reply{Status: 429, Header: testkit.RetryAfter(10)}, nil},
+		{"reset", testkit.Reply{Err: testkit.ErrReset}, nil},
+		{"no_healthy_exit", testkit.Reply{}, func(env *scriptedEnv) { env.pool.Remove("x0") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestPoolEnv(t, scriptedExits("x", 1))
+			env := newTestPoolEnv(t, testkit.Exits("x", 1))
 			if tc.setup != nil {
 				tc.setup(env)
 			}
-			env.base.on("*", "*", tc.reply)
+			env.base.On("*", "*", tc.reply)
 			ctx := context.WithValue(context.Background(), transportCtxKey{}, "caller")
-			body := newScriptedTrackedBody("form=1")
+			body := testkit.NewTrackedBody("form=1")
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, trURLA, body)
 			if err != nil {
 				t.Fatal(err)
@@ -86,7 +87,7 @@ func TestTransportDoesNotModifyTheRequest(t *testing.T) {
 			if req.Body != body {
 				t.Errorf("request body replaced")
 			}
-			if body.closed.Load() == 0 {
+			if body.Closes() == 0 {
 				t.Errorf("request body not closed")
 			}
 			for _, c := range env.base.Calls() {
@@ -110,30 +111,30 @@ func TestTransportClosesRequestBodyOnEveryPath(t *testing.T) {
 	}{
 		{"ok", nil, trURLA, nil},
 		{"429", func(_ *testing.T, env *scriptedEnv) {
-			env.base.on("*", "*", scriptedReply{Status: 429})
+			env.base.On("*", "*", testkit.Reply{Status: 429})
 		}, trURLA, nil},
 		{"base_error", func(_ *testing.T, env *scriptedEnv) {
-			env.base.on("*", "*", scriptedReply{Err: scriptedTimeoutErr})
+			env.base.On("*", "*", testkit.Reply{Err: testkit.ErrTimeout})
 		}, trURLA, nil},
 		{"no_healthy_exit", func(t *testing.T, env *scriptedEnv) {
-			env.base.on("*", trOriginA, scriptedReply{Status: 407})
+			env.base.On("*", trOriginA, testkit.Reply{Status: 407})
 			for range 3 {
 				env.get(t, nil, trURLA)
 			}
-			env.base.reset()
+			env.base.Reset()
 		}, trURLA, pool.ErrNoHealthyExit},
 		{"origin_unhealthy", func(t *testing.T, env *scriptedEnv) {
-			guardTrip(t, env, trURLA, trOriginA, scriptedReply{Status: 503})
+			guardTrip(t, env, trURLA, trOriginA, testkit.Reply{Status: 503})
 		}, trURLA, pool.ErrOriginUnhealthy},
 		{"closed", func(_ *testing.T, env *scriptedEnv) { env.tr.Close() }, trURLA, transport.ErrClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestPoolEnv(t, scriptedExits("x", 3))
+			env := newTestPoolEnv(t, testkit.Exits("x", 3))
 			if tc.setup != nil {
 				tc.setup(t, env)
 			}
-			calls := env.base.count("*", "*")
-			body := newScriptedTrackedBody("payload")
+			calls := env.base.Count("*", "*")
+			body := testkit.NewTrackedBody("payload")
 			req, _ := http.NewRequest(http.MethodPut, tc.url, body)
 			resp, err := env.tr.RoundTrip(req)
 			if resp != nil {
@@ -143,23 +144,23 @@ func TestTransportClosesRequestBodyOnEveryPath(t *testing.T) {
 				if !errors.Is(err, tc.isErr) {
 					t.Errorf("err = %v, want %v", err, tc.isErr)
 				}
-				if n := env.base.count("*", "*"); n != calls {
+				if n := env.base.Count("*", "*"); n != calls {
 					t.Errorf("refused request reached the base")
 				}
 			}
-			if n := body.closed.Load(); n != 1 {
+			if n := body.Closes(); n != 1 {
 				t.Errorf("request body closed %d times, want 1", n)
 			}
 		})
 	}
 	t.Run("no_url", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 1))
-		body := newScriptedTrackedBody("payload")
+		env := newTestPoolEnv(t, testkit.Exits("x", 1))
+		body := testkit.NewTrackedBody("payload")
 		resp, err := env.tr.RoundTrip(&http.Request{Method: "GET", Header: http.Header{}, Body: body})
 		if resp != nil || err == nil {
 			t.Errorf("RoundTrip without URL = %v, %v; want an error", resp, err)
 		}
-		if body.closed.Load() != 1 {
+		if body.Closes() != 1 {
 			t.Errorf("request body not closed")
 		}
 	})
@@ -167,8 +168,8 @@ func TestTransportClosesRequestBodyOnEveryPath(t *testing.T) {
 
 func TestTransportResponseMeansNilError(t *testing.T) {
 	for _, code := range []int{200, 204, 301, 404, 403, 407, 429, 500, 502, 503, 504} {
-		env := newTestPoolEnv(t, scriptedExits("x", 2))
-		env.base.on("*", "*", scriptedReply{Status: code, Body: "body"})
+		env := newTestPoolEnv(t, testkit.Exits("x", 2))
+		env.base.On("*", "*", testkit.Reply{Status: code, Body: "body"})
 		resp, label, err := env.do(t, nil, trURLA)
 		if err != nil || resp == nil {
 			t.Errorf("status %d: resp %v, err %v; want the response and a nil error", code, resp, err)
@@ -187,16 +188,16 @@ func TestTransportResponseMeansNilError(t *testing.T) {
 
 func TestTransportMisbehavingBase(t *testing.T) {
 	t.Run("response_and_error", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 1))
-		baseBody := &scriptedBody{ctx: context.Background(), data: "x"}
+		env := newTestPoolEnv(t, testkit.Exits("x", 1))
+		baseBody := testkit.NewTrackedBody("x")
 		env.tr, _ = build((env.pool), transport.WithBase(transportRTFunc(func(r *http.Request) (*http.Response, error) {
-			return &http.Response{StatusCode: 200, Body: baseBody, Request: r, Header: http.Header{}}, scriptedResetErr
+			return &http.Response{StatusCode: 200, Body: baseBody, Request: r, Header: http.Header{}}, testkit.ErrReset
 		})))
 		resp, _, err := env.do(t, nil, trURLA)
 		if resp != nil || err == nil {
 			t.Fatalf("resp %v, err %v; want only the error", resp, err)
 		}
-		if !baseBody.closed {
+		if baseBody.Closes() == 0 {
 			t.Errorf("the base's stray response body was not closed")
 		}
 		if n := env.exitStatus(t, "x0").InFlight; n != 0 {
@@ -204,7 +205,7 @@ func TestTransportMisbehavingBase(t *testing.T) {
 		}
 	})
 	t.Run("nil_body", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 1))
+		env := newTestPoolEnv(t, testkit.Exits("x", 1))
 		env.tr, _ = build((env.pool), transport.WithBase(transportRTFunc(func(r *http.Request) (*http.Response, error) {
 			return &http.Response{StatusCode: 204, Request: r, Header: http.Header{}}, nil
 		})))
@@ -222,7 +223,7 @@ func TestTransportMisbehavingBase(t *testing.T) {
 	})
 	// Regression: a base answering (nil, nil) made the classifier dereference a nil response.
 	t.Run("nil_response_nil_error", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 1))
+		env := newTestPoolEnv(t, testkit.Exits("x", 1))
 		env.tr, _ = build((env.pool), transport.WithBase(transportRTFunc(func(*http.Request) (*http.Response, error) {
 			return nil, nil
 		})))
@@ -236,7 +237,7 @@ func TestTransportMisbehavingBase(t *testing.T) {
 	})
 	// Regression: a base without resp.Request made ExitFromResponse return nil.
 	t.Run("no_response_request", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 1))
+		env := newTestPoolEnv(t, testkit.Exits("x", 1))
 		env.tr, _ = build((env.pool), transport.WithBase(transportRTFunc(func(*http.Request) (*http.Response, error) {
 			return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}, nil
 		})))
@@ -251,10 +252,10 @@ func TestTransportMisbehavingBase(t *testing.T) {
 	})
 	// A panicking base must not keep the probe slot or the in-flight count it was given.
 	t.Run("panic_releases_permits", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 1))
-		env.base.on("*", "*", scriptedReply{Status: 429, Header: scriptedRetryAfter(30)})
+		env := newTestPoolEnv(t, testkit.Exits("x", 1))
+		env.base.On("*", "*", testkit.Reply{Status: 429, Header: testkit.RetryAfter(30)})
 		env.mustGet(t, nil, trURLA)
-		env.base.reset()
+		env.base.Reset()
 		p, _ := env.pair("x0", trOriginA)
 		env.advancePast(p.Breaker.NextProbe)
 		panicky, _ := build((env.pool), transport.WithBase(transportRTFunc(func(*http.Request) (*http.Response, error) {
@@ -282,21 +283,21 @@ func TestTransportMisbehavingBase(t *testing.T) {
 }
 
 func TestTransportForwardsCloseIdleConnections(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 2))
+	env := newTestPoolEnv(t, testkit.Exits("x", 2))
 	env.tr.CloseIdleConnections()
-	if n := env.base.closeIdle.Load(); n != 1 {
+	if n := env.base.IdleCloses(); n != 1 {
 		t.Errorf("base CloseIdleConnections called %d times, want 1", n)
 	}
 	// Through an http.Client too.
 	(&http.Client{Transport: env.tr}).CloseIdleConnections()
-	if n := env.base.closeIdle.Load(); n != 2 {
+	if n := env.base.IdleCloses(); n != 2 {
 		t.Errorf("base CloseIdleConnections called %d times, want 2", n)
 	}
 }
 
 func TestTransportExitFromResponseThroughClient(t *testing.T) {
 	for _, timeout := range []time.Duration{0, 5 * time.Second} {
-		env := newTestPoolEnv(t, scriptedExits("x", 3))
+		env := newTestPoolEnv(t, testkit.Exits("x", 3))
 		client := &http.Client{Transport: env.tr, Timeout: timeout}
 		resp, err := client.Get(trURLB)
 		if err != nil {
@@ -321,8 +322,8 @@ func TestTransportExitFromResponseThroughClient(t *testing.T) {
 func TestTransportSuccessVerdictAtBodyEnd(t *testing.T) {
 	for _, end := range []string{"eof", "close"} {
 		t.Run(end, func(t *testing.T) {
-			env := newTestPoolEnv(t, scriptedExits("x", 1))
-			env.base.on("*", "*", scriptedReply{Body: strings.Repeat("y", 100)})
+			env := newTestPoolEnv(t, testkit.Exits("x", 1))
+			env.base.On("*", "*", testkit.Reply{Body: strings.Repeat("y", 100)})
 			resp, _, err := env.do(t, nil, trURLA)
 			if err != nil {
 				t.Fatal(err)
@@ -355,8 +356,8 @@ func TestTransportSuccessVerdictAtBodyEnd(t *testing.T) {
 }
 
 func TestTransportBodyDyingMidReadCountsOnce(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 1))
-	env.base.on("*", "*", scriptedReply{Body: "partial", BodyErr: io.ErrUnexpectedEOF})
+	env := newTestPoolEnv(t, testkit.Exits("x", 1))
+	env.base.On("*", "*", testkit.Reply{Body: "partial", BodyErr: io.ErrUnexpectedEOF})
 	resp, _, err := env.do(t, nil, trURLA)
 	if err != nil {
 		t.Fatal(err)
@@ -386,8 +387,8 @@ func TestTransportBodyDyingMidReadCountsOnce(t *testing.T) {
 }
 
 func TestTransportCallerCancelMidBodyIsNeutral(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 1))
-	env.base.on("*", "*", scriptedReply{Body: "hello world"})
+	env := newTestPoolEnv(t, testkit.Exits("x", 1))
+	env.base.On("*", "*", testkit.Reply{Body: "hello world"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	resp, _, err := env.do(t, ctx, trURLA)
@@ -415,8 +416,8 @@ func TestTransportCallerCancelMidBodyIsNeutral(t *testing.T) {
 
 func TestTransportHeaderTimeout(t *testing.T) {
 	t.Run("transport_timeout_blames_exit", func(t *testing.T) {
-		env := newTestPoolEnv(t, scriptedExits("x", 1), transport.WithHeaderTimeout(50*time.Millisecond))
-		env.base.on("*", "*", scriptedReply{Hang: true})
+		env := newTestPoolEnv(t, testkit.Exits("x", 1), transport.WithHeaderTimeout(50*time.Millisecond))
+		env.base.On("*", "*", testkit.Reply{Hang: true})
 		// The header timeout runs on the pool's clock: once the attempt hangs with its timer set,
 		// move the clock past it.
 		go func() {
@@ -471,8 +472,8 @@ func TestTransportHeaderTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The transport's own header timeout is far off: only the caller ends the hang.
-			env := newTestPoolEnv(t, scriptedExits("x", 1), transport.WithHeaderTimeout(time.Minute))
-			env.base.on("*", "*", scriptedReply{Hang: true})
+			env := newTestPoolEnv(t, testkit.Exits("x", 1), transport.WithHeaderTimeout(time.Minute))
+			env.base.On("*", "*", testkit.Reply{Hang: true})
 			ctx, cancel := tc.ctx()
 			defer cancel()
 			_, _, err := env.do(t, ctx, trURLA)
@@ -497,29 +498,29 @@ func TestTransportHeaderTimeout(t *testing.T) {
 }
 
 func TestTransportObserver(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 1))
+	env := newTestPoolEnv(t, testkit.Exits("x", 1))
 	type key struct{}
 	env.obs.startCtx = func(ctx context.Context, a transport.AttemptInfo) context.Context {
 		return context.WithValue(ctx, key{}, "span:"+a.Exit.Label())
 	}
-	env.base.setScript(func(c scriptedCall) (scriptedReply, bool) {
+	env.base.SetScript(func(c testkit.Call) (testkit.Reply, bool) {
 		if c.Req.Context().Value(key{}) != "span:x0" {
-			return scriptedReply{Err: errors.New("observer context not seen by the base")}, true
+			return testkit.Reply{Err: errors.New("observer context not seen by the base")}, true
 		}
 		if e, ok := transport.ExitFromContext(c.Req.Context()); !ok || e.Label() != "x0" {
-			return scriptedReply{Err: errors.New("ExitFromContext lost through the observer context")}, true
+			return testkit.Reply{Err: errors.New("ExitFromContext lost through the observer context")}, true
 		}
-		return scriptedReply{}, false
+		return testkit.Reply{}, false
 	})
 	env.mustGet(t, nil, trURLA)
-	env.base.on("*", trOriginA, scriptedReply{Err: scriptedTimeoutErr})
+	env.base.On("*", trOriginA, testkit.Reply{Err: testkit.ErrTimeout})
 	env.get(t, nil, trURLA)
-	env.base.on("*", trOriginA, scriptedReply{Status: 429, Header: scriptedRetryAfter(60)})
+	env.base.On("*", trOriginA, testkit.Reply{Status: 429, Header: testkit.RetryAfter(60)})
 	env.get(t, nil, trURLA)
 	if _, _, err := env.get(t, nil, trURLA); !errors.Is(err, pool.ErrNoHealthyExit) {
 		t.Fatalf("after the 429: err = %v, want ErrNoHealthyExit", err)
 	}
-	env.base.on("*", trOriginB, scriptedReply{Status: 407})
+	env.base.On("*", trOriginB, testkit.Reply{Status: 407})
 	env.get(t, nil, trURLB)
 
 	started, finished := env.obs.Started(), env.obs.Finished()
@@ -568,8 +569,8 @@ func TestTransportObserver(t *testing.T) {
 }
 
 func TestTransportObserverOriginStateChange(t *testing.T) {
-	env := newTestPoolEnv(t, scriptedExits("x", 3))
-	guardTrip(t, env, trURLA, trOriginA, scriptedReply{Status: 503})
+	env := newTestPoolEnv(t, testkit.Exits("x", 3))
+	guardTrip(t, env, trURLA, trOriginA, testkit.Reply{Status: 503})
 	oc := env.obs.changesFor(pool.ScopeOrigin, "", trOriginA)
 	if len(oc) != 1 || oc[0].Exit != nil || oc[0].To != breaker.Open {
 		t.Fatalf("origin state changes = %+v, want one closed→open without an exit", oc)
@@ -581,19 +582,19 @@ func TestTransportObserverOriginStateChange(t *testing.T) {
 func TestVerdictFromResponse(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		reply    scriptedReply
+		reply    testkit.Reply
 		class    pool.Class
 		outcome  pool.Outcome
 		detector string
 	}{
-		{"ok", scriptedReply{Body: "fine"}, pool.ClassOK, pool.Success, ""},
-		{"429", scriptedReply{Status: 429, Header: scriptedRetryAfter(5)}, pool.ClassRateLimited, pool.Transient, ""},
-		{"challenge", scriptedReply{Status: 403, Header: http.Header{"Cf-Mitigated": {"challenge"}}}, pool.ClassBlocked, pool.Transient, "cloudflare"},
-		{"407", scriptedReply{Status: 407}, pool.ClassProxyAuth, pool.Permanent, ""},
+		{"ok", testkit.Reply{Body: "fine"}, pool.ClassOK, pool.Success, ""},
+		{"429", testkit.Reply{Status: 429, Header: testkit.RetryAfter(5)}, pool.ClassRateLimited, pool.Transient, ""},
+		{"challenge", testkit.Reply{Status: 403, Header: http.Header{"Cf-Mitigated": {"challenge"}}}, pool.ClassBlocked, pool.Transient, "cloudflare"},
+		{"407", testkit.Reply{Status: 407}, pool.ClassProxyAuth, pool.Permanent, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestPoolEnv(t, scriptedExits("x", 1))
-			env.base.on("*", "*", tc.reply)
+			env := newTestPoolEnv(t, testkit.Exits("x", 1))
+			env.base.On("*", "*", tc.reply)
 			resp, _, err := env.do(t, nil, trURLA)
 			if err != nil {
 				t.Fatal(err)
@@ -627,7 +628,7 @@ func (cancelAwareBase) RoundTrip(r *http.Request) (*http.Response, error) {
 // Request.Cancel as well as ending the context; when the channel won, the caller's timeout was
 // blamed on the exit.
 func TestClientTimeoutIsTheCallers(t *testing.T) {
-	tr, err := build(pool.WithExits(scriptedExits("x", 1)...), transport.WithBase(cancelAwareBase{}),
+	tr, err := build(pool.WithExits(testkit.Exits("x", 1)...), transport.WithBase(cancelAwareBase{}),
 		transport.WithHeaderTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)

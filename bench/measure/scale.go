@@ -12,30 +12,17 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
-// canned answers every request at once: 200, or 429 Retry-After 1 s for hosts starting "f".
-type canned struct{}
-
-func (canned) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp := &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: req}
-	if strings.HasPrefix(req.URL.Host, "f") {
-		resp.StatusCode = 429
-		resp.Header.Set("Retry-After", "1")
-	}
-	return resp, nil
-}
-
-func exits(n int) []*pool.Exit {
-	xs := make([]*pool.Exit, n)
-	for i := range xs {
-		x, _ := pool.ParseExit("http://127.0.0.1:" + strconv.Itoa(1024+i%60000))
-		xs[i] = x.WithLabel("x" + strconv.Itoa(i))
-	}
-	return xs
-}
+// canned answers every request at once: 200, or 429 Retry-After 1 s for hosts starting "f". It
+// allocates nothing per request (testkit.Canned), so the figures are ours alone.
+var canned = testkit.NewCanned(testkit.CannedReply{}, testkit.CannedRule{
+	When:  func(req *http.Request) bool { return strings.HasPrefix(req.URL.Host, "f") },
+	Reply: testkit.CannedReply{Status: http.StatusTooManyRequests, Header: testkit.RetryAfter(1)},
+})
 
 // newOurs returns a Transport over base and a pool made with opts.
 func newOurs(base http.RoundTripper, opts ...pool.Option) (*transport.Transport, error) {
@@ -58,7 +45,7 @@ func Scale(exitCounts, originCounts []int) ([]ScaleRow, error) {
 	var rows []ScaleRow
 	for _, ne := range exitCounts {
 		for _, no := range originCounts {
-			t, err := newOurs(canned{}, pool.WithExits(exits(ne)...))
+			t, err := newOurs(canned, pool.WithExits(testkit.Exits("x", ne)...))
 			if err != nil {
 				return nil, err
 			}
@@ -115,7 +102,7 @@ func heap() uint64 {
 // answered 429) and returns the heap growth per pair.
 func BytesPerPair(ne, no int) (float64, error) {
 	fake := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	t, err := newOurs(canned{}, pool.WithExits(exits(ne)...), pool.WithClock(fake))
+	t, err := newOurs(canned, pool.WithExits(testkit.Exits("x", ne)...), pool.WithClock(fake))
 	if err != nil {
 		return 0, err
 	}
@@ -162,7 +149,7 @@ type ChurnPoint struct {
 // an idle TTL of one minute and Pool.Sweep every step origins; it samples the heap after each step.
 func Churn(n, step, failEvery int) ([]ChurnPoint, error) {
 	fake := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	t, err := newOurs(canned{}, pool.WithExits(exits(100)...), pool.WithClock(fake), pool.WithIdleTTL(time.Minute))
+	t, err := newOurs(canned, pool.WithExits(testkit.Exits("x", 100)...), pool.WithClock(fake), pool.WithIdleTTL(time.Minute))
 	if err != nil {
 		return nil, err
 	}

@@ -193,14 +193,13 @@ func pathError(err error) error {
 	return err
 }
 
+// writeReport streams the report to w: its size grows with the exits, its memory does not.
 func writeReport(w io.Writer, rep *probe.Report, format string) error {
 	var err error
 	if format == "table" {
 		err = rep.WriteTable(w)
 	} else {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
+		err = rep.WriteJSON(w)
 	}
 	if err != nil {
 		return fail(exitIO, "writing the report: %v", err)

@@ -253,6 +253,8 @@ func TestUsageErrors(t *testing.T) {
 	dupList := list(t, "127.0.0.1:1 label=x", "127.0.0.1:2 label=x")
 	targets := filepath.Join(t.TempDir(), "targets.txt")
 	os.WriteFile(targets, []byte("# comment\nftp://user:hunter2@127.0.0.1/\n"), 0o600)
+	longTargets := filepath.Join(t.TempDir(), "long-targets.txt")
+	os.WriteFile(longTargets, []byte(o.URL+"\nhttps://user:hunter2@127.0.0.1/?q="+strings.Repeat("a", 5<<20)+"\n"), 0o600)
 	for _, tc := range []struct {
 		name  string
 		stdin string
@@ -274,6 +276,8 @@ func TestUsageErrors(t *testing.T) {
 		{"empty proxy list", "# nothing\n", []string{"-proxies", "-", "-target", o.URL}, 65, "no proxies"},
 		{"duplicate labels", "", []string{"-proxies", dupList, "-target", o.URL}, 65, `two proxies labelled "x"`},
 		{"bad target list", "", []string{"-proxies", good, "-targets", targets}, 65, "line 2"},
+		{"target line of 5 MiB", "", []string{"-proxies", good, "-targets", longTargets}, 65, "line 2: longer than 1048576 bytes"},
+		{"too many workers", "", []string{"-proxies", good, "-target", o.URL, "-concurrency", "100000"}, 64, "at most 4096"},
 		{"missing proxy list", "", []string{"-proxies", "/nonexistent/proxies.txt", "-target", o.URL}, 66, "/nonexistent/proxies.txt"},
 		{"missing ca", "", []string{"-proxies", good, "-target", o.URL, "-ca", "/nonexistent/ca.pem"}, 66, "-ca"},
 		{"unwritable state", "", []string{"-proxies", good, "-target", o.URL, "-state", "/nonexistent/dir/state.json", "-deadline", "2s"}, 73, "state"},

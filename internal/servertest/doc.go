@@ -11,6 +11,8 @@
 //
 //	store/redis → servertest.StartRedis (a real redis-server on 127.0.0.1, empty, no disk)
 //	            ← RedisServer.Kill / Restart (same port) / Freeze / Thaw: outages on demand
+//	store/redis → servertest.StartRedisCluster (N redis-servers in cluster mode on 127.0.0.1:
+//	              ADDSLOTS, MEET, wait for cluster_state:ok) ← RedisCluster.Owner / Do: where a key lives
 //
 // Every server is a child process run by package serverproc: it listens on 127.0.0.1 with a port
 // chosen for it, keeps its files in t.TempDir(), and is stopped and waited for when the test ends. A server that is not installed skips the

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/internal/servertest"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
+	redisstore "github.com/proxybreaker/proxybreaker/store/redis"
 )
 
 // fleetWithin is how soon a trip or a close must reach every member.
@@ -19,9 +19,15 @@ const fleetWithin = time.Second
 // within a second member b has both, with the same window and trip count, and sends nothing
 // through them.
 func TestFleetSharesTripAndParkedExit(t *testing.T) {
-	addr := servertest.Redis(t)
-	a := newMember(t, addr, "a", memberConfig{})
-	b := newMember(t, addr, "b", memberConfig{})
+	testSharesTripAndParkedExit(t, standalone(t), "")
+}
+
+// testSharesTripAndParkedExit is TestFleetSharesTripAndParkedExit on d, in namespace ns ("" for
+// the tests' default).
+func testSharesTripAndParkedExit(t *testing.T, d deployment, ns string) {
+	cfg := memberConfig{settings: redisstore.Settings{Namespace: ns}}
+	a := d.member(t, 0, "a", cfg)
+	b := d.member(t, 1, "b", cfg)
 	a.waitHealthy(t)
 	b.waitHealthy(t)
 
@@ -58,9 +64,14 @@ func TestFleetSharesTripAndParkedExit(t *testing.T) {
 // carry traffic, the fleet sends one probe; every other request goes elsewhere and none fails.
 // The probe's success then closes the pair on both members.
 func TestFleetSendsOneProbe(t *testing.T) {
-	addr := servertest.Redis(t)
-	a := newMember(t, addr, "a", memberConfig{})
-	b := newMember(t, addr, "b", memberConfig{})
+	testSendsOneProbe(t, standalone(t), "")
+}
+
+// testSendsOneProbe is TestFleetSendsOneProbe on d, in namespace ns ("" for the tests' default).
+func testSendsOneProbe(t *testing.T, d deployment, ns string) {
+	cfg := memberConfig{settings: redisstore.Settings{Namespace: ns}}
+	a := d.member(t, 0, "a", cfg)
+	b := d.member(t, 1, "b", cfg)
 	a.waitHealthy(t)
 	b.waitHealthy(t)
 

@@ -41,7 +41,7 @@ type member struct {
 	base   *storetest.Base
 	clock  clock.Clock
 	fake   *clock.Fake // nil with the system clock
-	client *goredis.Client
+	client goredis.UniversalClient
 	st     *redisstore.Store
 	p      *pool.Pool
 	tr     *transport.Transport
@@ -51,6 +51,8 @@ type member struct {
 }
 
 type memberConfig struct {
+	// client, when set, is the member's Redis client (a cluster's, say); addr is then unused.
+	client   goredis.UniversalClient
 	exits    int
 	real     bool // the system clock instead of a fake one at storetest.T0
 	settings redisstore.Settings
@@ -74,7 +76,10 @@ func newMember(t testing.TB, addr, name string, cfg memberConfig) *member {
 	if cfg.exits == 0 {
 		cfg.exits = 4
 	}
-	m := &member{name: name, base: storetest.NewBase(), client: newClient(t, addr)}
+	m := &member{name: name, base: storetest.NewBase(), client: cfg.client}
+	if m.client == nil {
+		m.client = newClient(t, addr)
+	}
 	if cfg.real {
 		m.clock = clock.System
 	} else {

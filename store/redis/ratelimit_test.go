@@ -27,22 +27,27 @@ func fleetLimits(l ratelimit.Limit) func(st *redisstore.Store) pool.Option {
 // whose fleet budget is 200 requests a second with a burst of 20. Together they get at most
 // rate × elapsed + burst through it — not twice that — and not much less.
 func TestFleetRateLimitHoldsCombinedRate(t *testing.T) {
+	testRateLimitHoldsCombinedRate(t, standalone(t), "")
+}
+
+// testRateLimitHoldsCombinedRate is TestFleetRateLimitHoldsCombinedRate on d, in namespace ns (""
+// for the tests' default).
+func testRateLimitHoldsCombinedRate(t *testing.T, d deployment, ns string) {
 	const (
 		ratePerSec = 200
 		burst      = 20
 		run        = 2 * time.Second
 		workers    = 4
 	)
-	addr := servertest.Redis(t)
 	cfg := memberConfig{
 		exits: 1, real: true, limits: fleetLimits(ratelimit.PerSecond(ratePerSec, burst)),
 		// A late lease would let the local fallback serve (and the fleet exceed its budget, as
 		// designed for outages): the race detector on a loaded machine can delay the lease loop
 		// past the default 50 ms, so this test gives it a second.
-		settings: redisstore.Settings{LeaseWait: time.Second},
+		settings: redisstore.Settings{Namespace: ns, LeaseWait: time.Second},
 	}
-	a := newMember(t, addr, "a", cfg)
-	b := newMember(t, addr, "b", cfg)
+	a := d.member(t, 0, "a", cfg)
+	b := d.member(t, 1, "b", cfg)
 	a.waitHealthy(t)
 	b.waitHealthy(t)
 

@@ -229,7 +229,8 @@ var (
 
 // New returns a store that shares state through c, and starts its goroutines. It does not wait for
 // Redis: a store that cannot reach it starts degraded and syncs once it can. c stays the caller's
-// (Close does not close it).
+// (Close does not close it). c may be a *redis.Client or a *redis.ClusterClient: every key of a
+// namespace is in one hash slot, and the tests run the fleet on a three-master cluster.
 func New(c goredis.UniversalClient, s Settings) (*Store, error) {
 	if c == nil {
 		return nil, errors.New("redisstore: nil client")

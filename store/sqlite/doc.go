@@ -35,4 +35,25 @@
 // and the remedy. With Settings.StartFresh, a corrupt or foreign file is renamed aside (kept, never
 // deleted) and a fresh file started, with a warning on Settings.Logger. A locked file is always an
 // error: starting afresh would mean writing beside a process that is using it.
+//
+// # One writer
+//
+// A state file has one Store at a time. Two would each restore it and then overwrite each other's
+// rows with their own pool's view, and SQLite would let them: it serialises transactions, not
+// writers. So Open takes an exclusive lock on a lock file beside the state file (PATH.lock, after
+// resolving symbolic links, so two spellings of one path share it) and holds it until Close;
+// another Open of the file, from any process or from this one, fails at once with an ErrLocked
+// *FileError that names the file, the lock file and, where it can, the holder's pid. The lock is
+// flock(2) on Unix — it belongs to the open file, so it excludes a second Store within one process
+// too — and a handle opened without sharing on Windows. Either way the operating system drops it
+// with the process: a Store killed with kill -9 leaves no stale lock, and the next Open simply
+// takes it. The lock file itself stays (removing it would let two Stores each hold a lock on a
+// different file of that name); it holds the last holder's pid and nothing else.
+//
+// Why not SQLite's own locking_mode=EXCLUSIVE: it locks the database file itself, so a second
+// Store would only be refused after waiting out BusyTimeout, and the file could no longer be read
+// by anything else — the sqlite3 shell, a backup — while the process runs. The lock file excludes
+// only other Stores, immediately; other connections are still governed by SQLite's locks and the
+// busy timeout (ErrLocked after BusyTimeout, as above). Like SQLite's WAL mode, it assumes a local
+// file system: it guards nothing on a network share that does not honour flock.
 package sqlitestore

@@ -14,7 +14,8 @@ var (
 	ErrCorrupt = errors.New("sqlitestore: corrupt state file")
 	// ErrSchema: the database is of another schema version, or not a proxybreaker state file.
 	ErrSchema = errors.New("sqlitestore: unexpected schema")
-	// ErrLocked: another connection holds the file's write lock for longer than the busy timeout.
+	// ErrLocked: another Store has the file open, in this process or another (Open fails at once),
+	// or another connection holds the file's write lock for longer than the busy timeout.
 	ErrLocked = errors.New("sqlitestore: state file locked")
 )
 

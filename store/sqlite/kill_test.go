@@ -33,12 +33,14 @@ const (
 
 // Child traffic: x0 is parked from the start (407), x9 at killExitAt; the pairs (x1…x8, o0…o4)
 // are made to answer 429 one after another, every tripEvery, so that trips keep happening until
-// the process is killed.
+// the process is killed. killExitAt leaves x9's park more than the durability bound (750 ms)
+// before the kill (36 × tripEvery = 1.8 s after READY) on an idle machine; on a loaded one it may
+// come later, and is then only checked if it is older than the bound, as any transition.
 const (
 	childExits   = 10
 	childOrigins = 5
 	tripEvery    = 50 * time.Millisecond
-	killExitAt   = 1500 * time.Millisecond
+	killExitAt   = 900 * time.Millisecond
 )
 
 func runChild(mode, path string) int {
@@ -47,6 +49,10 @@ func runChild(mode, path string) int {
 		return childTraffic(path)
 	case "restore":
 		return childRestore(path)
+	case "hold":
+		return childHold(path)
+	case "open":
+		return childOpen(path)
 	}
 	fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
 	return 2
@@ -280,9 +286,17 @@ func TestSIGKILLRestoresWithinBound(t *testing.T) {
 				r.scope, k[1:], r.at.Format(time.StampMilli), killAt.Sub(r.at), bound, got, ok, r.next.Format(time.StampMilli), r.trips, r.parked)
 		}
 	}
-	if old < 20 || !restoredExits["x0"].Parked || !restoredExits["x9"].Parked {
-		t.Errorf("only %d OPEN breakers older than the bound to check (x0 parked %t, x9 parked %t); want at least 20 and both exits",
-			old, restoredExits["x0"].Parked, restoredExits["x9"].Parked)
+	if old < 20 || !restoredExits["x0"].Parked {
+		t.Errorf("only %d OPEN breakers older than the bound to check (x0 parked %t); want at least 20 and x0",
+			old, restoredExits["x0"].Parked)
+	}
+	// x9 parked mid-run: the child must have reported it; past the bound, the loop above checked
+	// its restore. (Regression: a park less than the bound before the kill was required to survive.)
+	if r, ok := last[[3]string{"exit", "x9", "-"}]; !ok || !r.parked {
+		t.Errorf("the child never reported x9 parked (last: %+v, found %t)", r, ok)
+	} else if age := killAt.Sub(r.at); age < bound {
+		t.Logf("x9 parked %v before the kill, within the bound %v: not required to survive (restored parked: %t)",
+			age, bound, restoredExits["x9"].Parked)
 	}
 	t.Logf("killed after %d transitions: %d OPEN breakers older than %v all restored; %d younger, of which %d restored anyway",
 		len(seen), old, bound, recent, recentKept)

@@ -41,8 +41,8 @@ var schema = []string{
 // empty one) and that its write lock can be had, and returns the handle. Every error is a
 // *FileError.
 func openDB(path string, s *Settings) (*sql.DB, error) {
-	if path == "" || strings.ContainsAny(path, "?#") {
-		return nil, &FileError{Path: path, Err: errors.New("want a file path without '?' or '#'")}
+	if err := checkPath(path); err != nil {
+		return nil, err
 	}
 	sync := "NORMAL"
 	if s.Sync {
@@ -63,6 +63,14 @@ func openDB(path string, s *Settings) (*sql.DB, error) {
 		return nil, classify(path, err)
 	}
 	return db, nil
+}
+
+// checkPath refuses a path the driver would read as a URI with parameters, or none at all.
+func checkPath(path string) error {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return &FileError{Path: path, Err: errors.New("want a file path without '?' or '#'")}
+	}
+	return nil
 }
 
 func checkDB(db *sql.DB, busy time.Duration) error {

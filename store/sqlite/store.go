@@ -103,6 +103,7 @@ type Store struct {
 	path string
 	s    Settings
 	db   *sql.DB
+	lock *fileLock // held from Open to Close: the single-writer guard
 	log  *slog.Logger
 
 	q        chan pool.SavedBreaker
@@ -129,29 +130,43 @@ var (
 	_ pool.Binder = (*Store)(nil)
 )
 
-// Open opens (or creates) the state file at path, checks it (see the package documentation on bad
-// files) and starts the writer. Errors about the file are *FileError.
+// Open opens (or creates) the state file at path, takes its single-writer lock, checks it (see the
+// package documentation on bad files and on one writer) and starts the writer. While the Store is
+// open, another Open of the same file — from this process or another — fails at once with
+// ErrLocked; after Close it succeeds. Errors about the file are *FileError.
 func Open(path string, s Settings) (*Store, error) {
 	if err := s.fill(); err != nil {
+		return nil, err
+	}
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	// The single-writer lock comes first: nothing, not even a StartFresh rename, touches a file
+	// another Store has open.
+	lock, err := lockFor(path)
+	if err != nil {
 		return nil, err
 	}
 	db, err := openDB(path, &s)
 	if err != nil {
 		if !s.StartFresh || !(errors.Is(err, ErrCorrupt) || errors.Is(err, ErrSchema)) {
+			lock.release()
 			return nil, err
 		}
 		aside, merr := moveAside(path, s.Clock.Now())
 		if merr != nil {
+			lock.release()
 			return nil, fmt.Errorf("%w; and moving it aside failed: %v", err, merr)
 		}
 		s.Logger.Warn("sqlitestore: state file unusable, starting fresh; the old file is kept",
 			"path", path, "kept_as", aside, "err", err)
 		if db, err = openDB(path, &s); err != nil {
+			lock.release()
 			return nil, err
 		}
 	}
 	st := &Store{
-		path: path, s: s, db: db, log: s.Logger,
+		path: path, s: s, db: db, lock: lock, log: s.Logger,
 		q:        make(chan pool.SavedBreaker, s.QueueSize),
 		flushReq: make(chan chan error),
 		stop:     make(chan struct{}),
@@ -261,6 +276,10 @@ func (st *Store) Close() error {
 		<-st.done
 		if err := st.db.Close(); err != nil && st.closeErr == nil {
 			st.closeErr = classify(st.path, err)
+		}
+		// Only once the file is closed (its last checkpoint done) may another Store have it.
+		if err := st.lock.release(); err != nil && st.closeErr == nil {
+			st.closeErr = &FileError{Path: st.path, Err: fmt.Errorf("lock file %s: %v", st.lock.path, err)}
 		}
 	})
 	return st.closeErr

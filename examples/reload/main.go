@@ -1,0 +1,384 @@
+// Command reload shows a crawler whose proxy-list file is edited while its requests flow: a
+// pool.Reloader notices the new file and syncs the pool with it, and the exits whose lines did not
+// change keep their breakers — a pair the site rate-limited stays OPEN with the same window — while
+// a proxy whose password was fixed starts afresh and serves again at once.
+//
+//	proxies.txt ──(Reloader: looks every -interval)──→ Pool.Sync: kept, updated, replaced, added, removed
+//	http.Client → transport.Transport → pool.Pool picks an exit → proxytest proxy → shop on 127.0.0.1
+//
+// Everything runs on 127.0.0.1: six in-process forward proxies and a small shop that answers 429
+// (Retry-After: 60) to requests through res-2. Run it with `go run ./examples/reload`; it takes
+// well under a second.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+func main() {
+	var cfg config
+	flag.IntVar(&cfg.Requests, "requests", 60, "how many requests each phase sends")
+	flag.DurationVar(&cfg.Interval, "interval", 50*time.Millisecond, "how often the reloader looks at the list")
+	flag.Parse()
+	if _, err := run(os.Stdout, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "reload:", err)
+		os.Exit(1)
+	}
+}
+
+// config is what the flags set.
+type config struct {
+	Requests int
+	Interval time.Duration
+}
+
+// result is what a run came to, for the test.
+type result struct {
+	Reload       pool.SyncResult // the Sync of the edited list
+	PairBefore   breaker.Snapshot
+	PairAfter    breaker.Snapshot // res-2's pair for the shop, before and after the edit
+	SameExit     bool             // dc-1 is the same *pool.Exit before and after
+	AuthBefore   breaker.Snapshot
+	AuthAfter    breaker.Snapshot // the exit whose password was fixed
+	DuringEdit   int              // requests answered while the list was being edited
+	After        map[string]int   // requests per proxy after the reload
+	FailedAfter  int              // requests after the reload that got an error or no 200
+	Passwords    []string         // every password in the lists, to check the output shows none
+	OriginKey    string
+	ReloadErrors []error
+}
+
+// The lists before and after the edit; %s are the proxies' URLs.
+const (
+	listBefore = `# proxies.txt: edited while the crawler runs
+%[1]s label=dc-1
+%[2]s label=dc-2
+%[3]s label=res-2
+%[4]s label=auth
+%[5]s label=old-1
+`
+	listAfter = `# proxies.txt: edited while the crawler runs
+%[1]s label=dc-1
+%[2]s label=dc-2 weight=3
+%[3]s label=res-2
+%[7]s label=auth
+%[6]s label=dc-3
+`
+)
+
+func run(out io.Writer, cfg config) (result, error) {
+	res := result{After: map[string]int{}}
+	if cfg.Requests <= 0 || cfg.Interval <= 0 {
+		return res, fmt.Errorf("-requests and -interval must be positive")
+	}
+
+	// The shop: it tells which proxy carried each request, and rate-limits res-2.
+	reg := &proxytest.Registry{}
+	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		via, _ := reg.Lookup(r)
+		if via == "res-2" {
+			w.Header().Set("Retry-After", "60")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+			return
+		}
+		fmt.Fprintf(w, "item via %s", via)
+	}))
+	defer shop.Close()
+
+	proxies := map[string]*proxytest.Proxy{}
+	defer func() {
+		for _, p := range proxies {
+			p.Close()
+		}
+	}()
+	for _, name := range []string{"dc-1", "dc-2", "res-2", "auth", "old-1", "dc-3"} {
+		c := proxytest.Config{Name: name, Registry: reg}
+		if name == "auth" {
+			c.User, c.Pass = "crawler", "right-pass"
+		}
+		p, err := proxytest.Start(c)
+		if err != nil {
+			return res, err
+		}
+		proxies[name] = p
+	}
+	urls := []any{
+		proxies["dc-1"].URL(), proxies["dc-2"].URL(), proxies["res-2"].URL(),
+		proxies["auth"].URLWithCredentials("crawler", "wrong-pass"),
+		proxies["old-1"].URL(), proxies["dc-3"].URL(),
+		proxies["auth"].URLWithCredentials("crawler", "right-pass"),
+	}
+	res.Passwords = []string{"wrong-pass", "right-pass"}
+
+	dir, err := os.MkdirTemp("", "proxybreaker-reload")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "proxies.txt")
+	if err := writeList(path, fmt.Sprintf(listBefore, urls...)); err != nil {
+		return res, err
+	}
+
+	// The pool starts empty; the reloader fills it from the file and follows it.
+	p, err := pool.New()
+	if err != nil {
+		return res, err
+	}
+	defer p.Close()
+	changed := make(chan pool.ReloadEvent, 4)
+	var (
+		mu         sync.Mutex
+		reloadErrs []error
+	)
+	r, err := pool.NewReloader(p, path, pool.ReloadSettings{
+		Interval: cfg.Interval,
+		OnReload: func(ev pool.ReloadEvent) {
+			if ev.Err != nil {
+				mu.Lock()
+				reloadErrs = append(reloadErrs, ev.Err)
+				mu.Unlock()
+				fmt.Fprintln(out, "reload failed, the pool keeps its exits:", ev.Err)
+				return
+			}
+			if ev.Result.Changed() {
+				select {
+				case changed <- ev:
+				default: // an edit nobody waits for
+				}
+			}
+		},
+	})
+	if err != nil {
+		return res, err
+	}
+	loaded, err := r.Reload()
+	if err != nil {
+		return res, err
+	}
+	<-changed
+	fmt.Fprintf(out, "loaded %s: %s (%s)\n", filepath.Base(path), strings.Join(labelsOf(p), ", "), loaded)
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-runDone
+	}()
+
+	tr, err := transport.New(p)
+	if err != nil {
+		return res, err
+	}
+	defer tr.Close()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+
+	// Phase 1: the shop rate-limits res-2, and auth's proxy refuses its password.
+	fmt.Fprintln(out, "\n1. requests flow; the shop answers 429 through res-2, auth's proxy answers 407")
+	for _, label := range []string{"res-2", "auth"} {
+		status, _, err := get(transport.ContextWithExit(context.Background(), label), client, shop.URL)
+		if err != nil {
+			return res, err
+		}
+		fmt.Fprintf(out, "   GET through %s: %d\n", label, status)
+	}
+	n1 := load(client, shop.URL, cfg.Requests, 4, nil)
+	fmt.Fprintf(out, "   %d more requests: %s\n", total(n1), describe(n1))
+	snap := p.Snapshot()
+	pair, ok := pairOf(snap, "res-2")
+	if !ok {
+		return res, errors.New("res-2's pair for the shop has no breaker after a 429")
+	}
+	res.OriginKey = pair.Origin
+	res.PairBefore = pair.Breaker
+	res.AuthBefore = exitOf(snap, "auth").Breaker
+	dc1 := p.Exit("dc-1")
+	fmt.Fprintf(out, "   res-2 × shop: %s, trips %d, probe at +%v\n", pair.Breaker.State, pair.Breaker.Trips, pair.Breaker.NextProbe.Sub(snap.At).Round(time.Second))
+	fmt.Fprintf(out, "   auth: %s, parked %v (%s)\n", res.AuthBefore.State, res.AuthBefore.Parked, res.AuthBefore.LastFailure)
+
+	// Phase 2: edit the list while requests flow.
+	fmt.Fprintln(out, "\n2. the list is edited while requests flow: dc-2 weight 3, auth's password fixed, dc-3 added, old-1 dropped")
+	stop := make(chan struct{})
+	during := make(chan map[string]int, 1)
+	go func() { during <- load(client, shop.URL, maxDuringEdit, 4, stop) }()
+	if err := writeList(path, fmt.Sprintf(listAfter, urls...)); err != nil {
+		close(stop)
+		<-during
+		return res, err
+	}
+	var ev pool.ReloadEvent
+	select {
+	case ev = <-changed:
+	case <-time.After(30 * time.Second):
+		close(stop)
+		<-during
+		return res, errors.New("the reloader did not notice the edited list within 30 s")
+	}
+	close(stop)
+	n2 := <-during
+	res.Reload = ev.Result
+	res.DuringEdit = total(n2)
+	fmt.Fprintf(out, "   reloaded: %s\n", ev.Result)
+	fmt.Fprintf(out, "   %d requests answered meanwhile: %s\n", total(n2), describe(n2))
+	fmt.Fprintf(out, "   exits: %s\n", strings.Join(labelsOf(p), ", "))
+
+	snap = p.Snapshot()
+	pair, _ = pairOf(snap, "res-2")
+	res.PairAfter = pair.Breaker
+	res.AuthAfter = exitOf(snap, "auth").Breaker
+	res.SameExit = p.Exit("dc-1") == dc1
+	kept := res.PairAfter.State == res.PairBefore.State && res.PairAfter.NextProbe.Equal(res.PairBefore.NextProbe) &&
+		res.PairAfter.Trips == res.PairBefore.Trips
+	fmt.Fprintf(out, "   res-2 × shop: %s, trips %d, same window: %v  (unchanged line: breaker state kept)\n",
+		res.PairAfter.State, res.PairAfter.Trips, kept)
+	fmt.Fprintf(out, "   dc-1: the same exit as before: %v\n", res.SameExit)
+	fmt.Fprintf(out, "   auth: %s, parked %v  (new password: a new exit, fresh state)\n", res.AuthAfter.State, res.AuthAfter.Parked)
+
+	// Phase 3: the new list serves.
+	fmt.Fprintln(out, "\n3. after the reload")
+	res.After = load(client, shop.URL, cfg.Requests, 4, nil)
+	for via, n := range res.After {
+		if !strings.HasPrefix(via, "200 ") {
+			res.FailedAfter += n
+		}
+	}
+	fmt.Fprintf(out, "   %d requests: %s\n", total(res.After), describe(res.After))
+	mu.Lock()
+	res.ReloadErrors = slices.Clone(reloadErrs)
+	mu.Unlock()
+	fmt.Fprintln(out, "done")
+	return res, nil
+}
+
+// maxDuringEdit bounds the requests sent while the reloader has not yet noticed the edit.
+const maxDuringEdit = 20_000
+
+// writeList writes the list to a temporary file and renames it over path, so that a reload never
+// reads half a file.
+func writeList(path, text string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// get sends one GET and returns the status and the exit that carried it.
+func get(ctx context.Context, c *http.Client, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	via := "?"
+	if e := transport.ExitFromResponse(resp); e != nil {
+		via = e.Label()
+	}
+	return resp.StatusCode, via, nil
+}
+
+// load sends up to n GETs from workers goroutines, until stop is closed (if not nil), and counts
+// the outcomes as "STATUS via EXIT" or "error".
+func load(c *http.Client, url string, n, workers int, stop <-chan struct{}) map[string]int {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var sent sync.WaitGroup
+	next := make(chan struct{})
+	go func() {
+		defer close(next)
+		for range n {
+			select {
+			case next <- struct{}{}:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	for range workers {
+		sent.Go(func() {
+			for range next {
+				status, via, err := get(context.Background(), c, url)
+				key := fmt.Sprintf("%d via %s", status, via)
+				if err != nil {
+					key = "error"
+				}
+				mu.Lock()
+				counts[key]++
+				mu.Unlock()
+			}
+		})
+	}
+	sent.Wait()
+	return counts
+}
+
+func total(counts map[string]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+// describe lists counts as "200 via dc-1 ×12, …", sorted.
+func describe(counts map[string]int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s ×%d", k, counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func labelsOf(p *pool.Pool) []string {
+	var out []string
+	for _, e := range p.Exits() {
+		out = append(out, e.Label())
+	}
+	return out
+}
+
+func pairOf(s pool.Snapshot, exit string) (pool.PairStatus, bool) {
+	for _, ps := range s.Pairs {
+		if ps.Exit == exit {
+			return ps, true
+		}
+	}
+	return pool.PairStatus{}, false
+}
+
+func exitOf(s pool.Snapshot, label string) pool.ExitStatus {
+	for _, es := range s.Exits {
+		if es.Exit == label {
+			return es
+		}
+	}
+	return pool.ExitStatus{}
+}

@@ -1,0 +1,59 @@
+package servertest_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/proxybreaker/proxybreaker/internal/servertest"
+)
+
+// TestRedisClusterIsUp: three masters on 127.0.0.1 form one cluster: each knows the three, the
+// slots are split between them, and a key is served by its slot's master alone — the others
+// answer MOVED to it.
+func TestRedisClusterIsUp(t *testing.T) {
+	t.Parallel()
+	c := servertest.StartRedisCluster(t, 3)
+	addrs := c.Addrs()
+	if len(addrs) != 3 {
+		t.Fatalf("Addrs() = %v, want 3", addrs)
+	}
+	seen := map[string]bool{}
+	for i, a := range addrs {
+		if !strings.HasPrefix(a, "127.0.0.1:") || seen[a] {
+			t.Fatalf("Addrs()[%d] = %s, want a distinct 127.0.0.1:PORT", i, a)
+		}
+		seen[a] = true
+		info, err := c.Do(i, "CLUSTER", "INFO")
+		for _, want := range []string{"cluster_state:ok", "cluster_known_nodes:3", "cluster_size:3", "cluster_slots_assigned:16384"} {
+			if err != nil || !strings.Contains(info, want+"\r\n") {
+				t.Errorf("node %d: CLUSTER INFO = %q, %v; want %s", i, info, err, want)
+			}
+		}
+	}
+	// Keys of three hash tags, one per master.
+	owners := map[int]string{}
+	for _, tag := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+		key := "{" + tag + "}k"
+		owners[c.Owner(key)] = key
+	}
+	if len(owners) != 3 {
+		t.Fatalf("ten hash tags fall on masters %v, want all three", owners)
+	}
+	for owner, key := range owners {
+		for i := range addrs {
+			got, err := c.Do(i, "SET", key, "v")
+			if i == owner {
+				if err != nil || got != "OK" {
+					t.Errorf("SET %s on its master %d = %q, %v; want OK", key, i, got, err)
+				}
+				continue
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), "MOVED ") || !strings.HasSuffix(err.Error(), " "+addrs[owner]) {
+				t.Errorf("SET %s on master %d = %q, %v; want MOVED to %s", key, i, got, err, addrs[owner])
+			}
+		}
+		if got, err := c.Do(owner, "GET", key); err != nil || got != "v" {
+			t.Errorf("GET %s on master %d = %q, %v; want v", key, owner, got, err)
+		}
+	}
+}

@@ -1,0 +1,267 @@
+package pool
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/ratelimit"
+)
+
+// exitState is an exit as the pool tracks it. Sync may replace an exit's *Exit by another of the
+// same label and dialing URL (a new tier or weight) with a copy of its exitState: the copy keeps
+// the id, and with it every breaker, bucket and count, and shares life with the old version,
+// which pairs made before the change still point to. Add does the same for an exit coming back.
+type exitState struct {
+	exit   *Exit
+	id     uint32
+	wide   *breaker.Breaker
+	bucket *ratelimit.Bucket // the exit's own token bucket; nil if not limited
+	life   *atomic.Int32     // lifeIn, lifeRetired or lifeForgotten; shared by every version
+}
+
+// Where an exit is in its life in the pool.
+const (
+	lifeIn        int32 = iota // in the exit set
+	lifeRetired                // removed, its state kept for the same proxy coming back (retention)
+	lifeForgotten              // removed for good: the next sweep drops its pairs
+)
+
+// out reports whether the exit has left the pool's exit set (retired or forgotten).
+func (es *exitState) out() bool { return es.life.Load() != lifeIn }
+
+// retiredExit is the state of a removed exit, kept under its label until retention has passed.
+type retiredExit struct {
+	es *exitState
+	at time.Time
+}
+
+// exitSet is an immutable view of the exits, replaced whole on every change.
+type exitSet struct {
+	all     []*exitState
+	byLabel map[string]*exitState
+	byID    map[uint32]*exitState
+	where   map[uint32]exitPos // group and index of each exit, for picks pinned to one exit
+	groups  []tierGroup        // by ascending tier; one group of everything when tiers are ignored
+}
+
+type exitPos struct{ group, index int }
+
+type tierGroup struct {
+	tier  int
+	exits []*exitState
+	ids   []uint32 // ids[i] is exits[i].id: the picker's first look reads this array only
+	// buckets[i] is exits[i].bucket; nil when no exit of the group is rate-limited.
+	buckets []*ratelimit.Bucket
+	cum     []float64 // cumulative weights; nil when every weight is equal
+}
+
+// Add adds exits. Labels must be unique in the pool; weights positive and finite. Nothing is added
+// if any exit is invalid.
+func (p *Pool) Add(exits ...*Exit) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.set.Load()
+	if err := checkExits(exits, old.byLabel); err != nil {
+		return err
+	}
+	all := slices.Clone(old.all)
+	for _, e := range exits {
+		all = append(all, p.joinExit(e))
+	}
+	p.set.Store(p.buildSet(all))
+	return nil
+}
+
+// joinExit returns the state of an exit joining the pool: the state it had if the same proxy
+// left under the same label within retention, else a fresh one. The caller holds p.mu and puts
+// the result in the exit set.
+func (p *Pool) joinExit(e *Exit) *exitState {
+	r, ok := p.retired[e.label]
+	if !ok {
+		return p.newExitState(e)
+	}
+	delete(p.retired, e.label)
+	if !sameProxy(r.es.exit, e) {
+		// Another proxy under the label: the old one's state is of no use to it.
+		r.es.life.Store(lifeForgotten)
+		return p.newExitState(e)
+	}
+	back := *r.es
+	back.exit = e
+	back.life.Store(lifeIn)
+	p.gone.set(back.id, false)
+	return &back
+}
+
+// checkExits validates exits for the pool: none nil, labels unique among them and not in taken,
+// weights positive and finite. The error names every bad exit.
+func checkExits(exits []*Exit, taken map[string]*exitState) error {
+	seen := make(map[string]bool, len(exits))
+	var errs []error
+	for i, e := range exits {
+		switch {
+		case e == nil:
+			errs = append(errs, fmt.Errorf("pool: exit %d is nil", i))
+		case taken[e.label] != nil || seen[e.label]:
+			errs = append(errs, fmt.Errorf("pool: duplicate exit label %q", e.label))
+		case !(e.weight > 0) || math.IsInf(e.weight, 0):
+			errs = append(errs, fmt.Errorf("pool: exit %s: weight %v must be positive and finite", e.label, e.weight))
+		default:
+			seen[e.label] = true
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// newExitState returns the state of an exit joining the pool: a new id, a fresh breaker and bucket.
+// The caller holds p.mu.
+func (p *Pool) newExitState(e *Exit) *exitState {
+	es := &exitState{exit: e, id: p.nextID, life: new(atomic.Int32)}
+	p.nextID++
+	if p.gate != nil {
+		es.bucket = p.gate.ExitBucket(e.label)
+	}
+	id := es.id
+	es.wide = p.exitPol.NewBreakerWith(breaker.Hooks{
+		OnStateChange: func(t breaker.Transition) {
+			// The exit's current version (Sync may have given it a new tier or weight); none once
+			// it has left the pool: its label may belong to another exit by now.
+			if cur := p.set.Load().byID[id]; cur != nil {
+				p.obs.stateChanged(StateChange{Scope: ScopeExit, Exit: cur.exit, Transition: t})
+			}
+		},
+		Mirror: func(notClosed bool) { p.exitOpen.set(id, notClosed) },
+	})
+	return es
+}
+
+// Remove removes the exits with the given labels; observers hear of each (a transport closes the
+// exit's idle connections). Leases out on them finish normally, but their breakers report no more
+// transitions to observers. Unknown labels are an error; known ones are removed anyway.
+//
+// The pool keeps a removed exit's breakers for a while (the longer of the idle TTL and the probe
+// leases): if the same proxy — the same dialing URL, credentials included — comes back under the
+// same label in that time, through Add or Sync, it comes back with them, OPEN pairs and probes
+// out included. A list that flaps cannot turn a banned exit into a fresh one, and a probe still
+// out on the removed exit keeps its pair's only probe slot. Another proxy under the label starts
+// fresh.
+func (p *Pool) Remove(labels ...string) error {
+	p.mu.Lock()
+	old := p.set.Load()
+	drop := make(map[string]bool, len(labels))
+	var errs []error
+	for _, l := range labels {
+		if old.byLabel[l] == nil {
+			// Redacted: a caller that removes by proxy-list line or dialing URL passed a password.
+			errs = append(errs, fmt.Errorf("pool: no exit labelled %q", RedactRaw(l)))
+		}
+		drop[l] = true
+	}
+	var kept, gone []*exitState
+	for _, es := range old.all {
+		if drop[es.exit.label] {
+			gone = append(gone, es)
+		} else {
+			kept = append(kept, es)
+		}
+	}
+	p.set.Store(p.buildSet(kept))
+	p.retire(gone, true)
+	p.mu.Unlock()
+	p.tellRemoved(gone)
+	return errors.Join(errs...)
+}
+
+// retire marks exits that have left the exit set: kept for a return within retention, or, if
+// keep is false, forgotten. The caller holds p.mu and has stored the set without them.
+func (p *Pool) retire(gone []*exitState, keep bool) {
+	now := p.clock.Now()
+	for _, es := range gone {
+		p.gone.set(es.id, true)
+		if !keep {
+			es.life.Store(lifeForgotten)
+			continue
+		}
+		es.life.Store(lifeRetired)
+		if r, ok := p.retired[es.exit.label]; ok && r.es.id != es.id {
+			r.es.life.Store(lifeForgotten)
+		}
+		p.retired[es.exit.label] = retiredExit{es: es, at: now}
+	}
+}
+
+// tellRemoved tells observers of exits that have left the exit set. The caller has released p.mu.
+func (p *Pool) tellRemoved(gone []*exitState) {
+	for _, es := range gone {
+		p.obs.exitRemoved(es.exit)
+	}
+}
+
+// forgetRetired forgets the removed exits kept longer than retention at now.
+func (p *Pool) forgetRetired(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for label, r := range p.retired {
+		if now.Sub(r.at) >= p.retention {
+			r.es.life.Store(lifeForgotten)
+			delete(p.retired, label)
+		}
+	}
+}
+
+func (p *Pool) buildSet(all []*exitState) *exitSet {
+	s := &exitSet{all: all, byLabel: make(map[string]*exitState, len(all)), byID: make(map[uint32]*exitState, len(all))}
+	for _, es := range all {
+		s.byLabel[es.exit.label] = es
+		s.byID[es.id] = es
+	}
+	byTier := map[int][]*exitState{}
+	for _, es := range all {
+		t := es.exit.tier
+		if !p.tiers {
+			t = 0
+		}
+		byTier[t] = append(byTier[t], es)
+	}
+	for t, exits := range byTier {
+		g := tierGroup{tier: t, exits: exits, ids: make([]uint32, len(exits))}
+		for i, es := range exits {
+			g.ids[i] = es.id
+			if es.bucket != nil && g.buckets == nil {
+				g.buckets = make([]*ratelimit.Bucket, len(exits))
+			}
+		}
+		if g.buckets != nil {
+			for i, es := range exits {
+				g.buckets[i] = es.bucket
+			}
+		}
+		equal := true
+		for _, es := range exits {
+			equal = equal && es.exit.weight == exits[0].exit.weight
+		}
+		if !equal {
+			g.cum = make([]float64, len(exits))
+			sum := 0.0
+			for i, es := range exits {
+				sum += es.exit.weight
+				g.cum[i] = sum
+			}
+		}
+		s.groups = append(s.groups, g)
+	}
+	slices.SortFunc(s.groups, func(a, b tierGroup) int { return cmp.Compare(a.tier, b.tier) })
+	s.where = make(map[uint32]exitPos, len(all))
+	for gi, g := range s.groups {
+		for i, id := range g.ids {
+			s.where[id] = exitPos{gi, i}
+		}
+	}
+	return s
+}

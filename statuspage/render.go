@@ -1,0 +1,159 @@
+package statuspage
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/pool"
+)
+
+// The page is one html/template (page.html) with one inline script (live.js) and inline styles:
+// no external assets, so it works on an air-gapped host and its Content-Security-Policy can forbid
+// everything else. The script fetches the page anew and swaps in the element with id "live", so
+// there is one renderer, this template, for the first load and every update; ?format=json is the
+// machines' view and the script does not need it.
+
+//go:embed page.html
+var pageHTML string
+
+//go:embed live.js
+var liveJS string
+
+type pageData struct {
+	Title     string
+	Refresh   int   // seconds, for the meta refresh of browsers without JavaScript; 0: none
+	RefreshMS int64 // milliseconds between the script's fetches; 0: a static page
+	Script    template.JS
+	Table     Table
+}
+
+func render(w io.Writer, title string, refresh time.Duration, t Table) error {
+	return page.Execute(w, pageData{Title: title, Refresh: refreshSeconds(refresh), RefreshMS: refresh.Milliseconds(),
+		Script: template.JS(liveJS), Table: t})
+}
+
+func refreshSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return max(int(d.Round(time.Second)/time.Second), 1)
+}
+
+var page = template.Must(template.New("page").Funcs(template.FuncMap{
+	"when":  when,
+	"stamp": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"secs": func(s float64) string {
+		return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+	},
+	"short":  short,
+	"rate":   rateText,
+	"word":   func(b Breaker) string { return word(true, b.State, b.Parked) },
+	"cword":  func(c Cell) string { return word(c.Tracked, c.State, c.Parked) },
+	"cls":    func(b Breaker) string { return class(true, b.State, b.Parked) },
+	"ccls":   func(c Cell) string { return class(c.Tracked, c.State, c.Parked) },
+	"hint":   func(class string) string { return HintFor(pool.Class(class)) },
+	"tip":    cellTip,
+	"redact": pool.RedactRaw,
+	"trouble": func(b Breaker) bool {
+		return b.Parked || b.State != breaker.Closed
+	},
+}).Parse(pageHTML))
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("15:04:05 MST")
+}
+
+// short is a duration in seconds as the grid's cells show it: "45s", "15m", "2h5m".
+func short(s float64) string {
+	d := time.Duration(s * float64(time.Second)).Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		if d%time.Minute == 0 || d >= 10*time.Minute {
+			return fmt.Sprintf("%dm", int(d.Round(time.Minute)/time.Minute))
+		}
+		return fmt.Sprintf("%dm%ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	}
+	d = d.Round(time.Minute)
+	if d%time.Hour == 0 {
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+}
+
+// rateText is a pair's rate, or "—" when it has none: no limit.
+func rateText(r float64) string {
+	if finiteRate(r) == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.3g/s", r)
+}
+
+// word is a breaker's state in the page's words.
+func word(tracked bool, s breaker.State, parked bool) string {
+	switch {
+	case !tracked:
+		return "·"
+	case parked:
+		return "parked"
+	case s == breaker.Open:
+		return "open"
+	case s == breaker.HalfOpen:
+		return "probing"
+	}
+	return "ok"
+}
+
+// class is a breaker's CSS class: its colour.
+func class(tracked bool, s breaker.State, parked bool) string {
+	switch {
+	case !tracked:
+		return "none"
+	case parked:
+		return "parked"
+	}
+	return s.String()
+}
+
+// cellTip is a cell's tooltip: the pair, its state and what to do.
+func cellTip(r GridRow, origin string, c Cell) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s × %s: ", r.Display, origin)
+	switch {
+	case !c.Tracked:
+		b.WriteString("no breaker (no failure lately)")
+	case c.State == breaker.Open:
+		fmt.Fprintf(&b, "%s, next probe in %s", word(true, c.State, c.Parked), short(c.NextProbeIn))
+	case c.State == breaker.HalfOpen:
+		b.WriteString("half-open, probing")
+	default:
+		fmt.Fprintf(&b, "closed, %d failure%s in the window", c.FailuresInWindow, plural(c.FailuresInWindow))
+	}
+	if c.LastFailure != "" {
+		fmt.Fprintf(&b, "; last failure %s", c.LastFailure)
+		if h := HintFor(pool.Class(c.LastFailure)); h != "" && c.State != breaker.Closed {
+			fmt.Fprintf(&b, ": %s", h)
+		}
+	}
+	fmt.Fprintf(&b, "; rate %s", rateText(c.Rate))
+	if r.Status == StatusDown {
+		b.WriteString("; the exit itself is down")
+	}
+	return b.String()
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,110 @@
+package redisstore_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/proxybreaker/proxybreaker/internal/servertest"
+)
+
+// clusterMasters is the size of the test cluster: three masters, no replicas.
+const clusterMasters = 3
+
+// deployment is a Redis a fleet shares: client makes the client of the fleet's i-th member.
+type deployment struct {
+	client func(t testing.TB, i int) goredis.UniversalClient
+}
+
+// member makes the fleet's i-th member, connected to d.
+func (d deployment) member(t testing.TB, i int, name string, cfg memberConfig) *member {
+	t.Helper()
+	cfg.client = d.client(t, i)
+	return newMember(t, "", name, cfg)
+}
+
+// standalone is one redis-server.
+func standalone(t testing.TB) deployment {
+	addr := servertest.Redis(t)
+	return deployment{client: func(t testing.TB, _ int) goredis.UniversalClient { return newClient(t, addr) }}
+}
+
+// cluster is a Redis Cluster of clusterMasters masters. Member i's ClusterClient is seeded with
+// master i first, so that the members find the cluster through different nodes.
+func cluster(t testing.TB) (deployment, *servertest.RedisCluster) {
+	c := servertest.StartRedisCluster(t, clusterMasters)
+	return deployment{client: func(t testing.TB, i int) goredis.UniversalClient {
+		addrs := c.Addrs()
+		k := i % len(addrs)
+		return newClusterClient(t, append(addrs[k:], addrs[:k]...))
+	}}, c
+}
+
+func newClusterClient(t testing.TB, addrs []string) *goredis.ClusterClient {
+	t.Helper()
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{
+		Addrs:       addrs,
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second,
+	})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// namespaceOn returns a namespace whose hash slot the cluster's master serves.
+func namespaceOn(t *testing.T, c *servertest.RedisCluster, master int, prefix string) string {
+	t.Helper()
+	for n := range 200 {
+		ns := fmt.Sprintf("%s-%d", prefix, n)
+		if c.Owner("{pb:"+ns+"}") == master {
+			return ns
+		}
+	}
+	t.Fatalf("no namespace %s-0…%s-199 falls on master %d", prefix, prefix, master)
+	return ""
+}
+
+// wantOnlyOn checks that key exists on master and that every other master redirects it there.
+func wantOnlyOn(t *testing.T, c *servertest.RedisCluster, key string, master int) {
+	t.Helper()
+	for i := range clusterMasters {
+		got, err := c.Do(i, "EXISTS", key)
+		switch {
+		case i == master && (err != nil || got != "1"):
+			t.Errorf("EXISTS %s on its master %d = %q, %v; want 1", key, i, got, err)
+		case i != master && (err == nil || !strings.HasPrefix(err.Error(), "MOVED ")):
+			t.Errorf("EXISTS %s on master %d = %q, %v; want MOVED to master %d", key, i, got, err, master)
+		}
+	}
+}
+
+// TestRedisCluster runs the fleet tests on a Redis Cluster of three masters, each fleet's members
+// using go-redis ClusterClients seeded with different masters, each test in a namespace of its
+// own:
+//   - a trip and a parked exit on member a reach member b through the cluster, wherever the
+//     namespace lives (one namespace on each master), and the entries are on that master alone;
+//   - the fleet-wide probe claim holds: one probe for the fleet, whose success closes the pair
+//     on both members;
+//   - the rate-limit leases hold the fleet's combined rate, the bucket's state on the
+//     namespace's master.
+func TestRedisCluster(t *testing.T) {
+	d, c := cluster(t)
+	for master := range clusterMasters {
+		t.Run(fmt.Sprintf("SharesTripAndParkedExit/master%d", master), func(t *testing.T) {
+			ns := namespaceOn(t, c, master, "trip")
+			testSharesTripAndParkedExit(t, d, ns)
+			wantOnlyOn(t, c, "{pb:"+ns+"}:b:pair:x1:a.example", master)
+			wantOnlyOn(t, c, "{pb:"+ns+"}:b:exit:x0:", master)
+		})
+	}
+	t.Run("SendsOneProbe", func(t *testing.T) {
+		testSendsOneProbe(t, d, namespaceOn(t, c, 1, "probe"))
+	})
+	t.Run("RateLimitHoldsCombinedRate", func(t *testing.T) {
+		ns := namespaceOn(t, c, 2, "rate")
+		testRateLimitHoldsCombinedRate(t, d, ns)
+		wantOnlyOn(t, c, "{pb:"+ns+"}:rl:x0", 2)
+	})
+}
