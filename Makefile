@@ -2,7 +2,7 @@
 GO ?= go
 
 # Debian packages the integration tests exec: installed by `make test` when missing.
-APT_PACKAGES := tinyproxy redis-server prometheus chromium
+APT_PACKAGES := tinyproxy squid redis-server prometheus chromium
 
 .PHONY: demo test deps vet bench fuzz
 

@@ -13,15 +13,25 @@ import (
 
 // Attribute keys of spans, span events and metrics. docs/metrics.md says which carries which.
 // Besides these, spans use the semantic-convention keys server.address, server.port,
-// http.request.method, http.response.status_code and error.type.
+// http.request.method, http.response.status_code and error.type. No key, with its dots turned
+// into underscores as Prometheus does, is the name of an instrument.
 const (
-	// AttrExit is the exit's label (pool.Exit.Label): never its URL or credentials.
+	// AttrExit is the exit's label (pool.Exit.Label), never its URL or credentials, as metrics
+	// carry it: OverflowLabel for a pair past WithMaxSeries. Spans and span events carry the same
+	// value as the metrics of the same event, so that one query selects both.
 	AttrExit = attribute.Key("proxybreaker.exit.label")
+	// AttrExitKey is the exit's own label, on spans and span events only: it differs from AttrExit
+	// once WithMaxSeries has replaced the latter by OverflowLabel.
+	AttrExitKey = attribute.Key("proxybreaker.exit.key")
 	// AttrTier is the exit's tier.
 	AttrTier = attribute.Key("proxybreaker.exit.tier")
-	// AttrOrigin is the origin key breakers are kept per (transport.OriginFunc); on metrics, the
-	// value WithOriginLabel maps it to.
+	// AttrOrigin is the origin's label: the origin key as WithOriginLabel maps it (the key itself
+	// by default), OverflowLabel for a pair past WithMaxSeries. Spans, span events and metrics
+	// carry the same value for the same event; where the mapping returns "", none carries it.
 	AttrOrigin = attribute.Key("proxybreaker.origin")
+	// AttrOriginKey is the origin key breakers are kept per (transport.OriginFunc), unmapped, on
+	// spans and span events only: a metric label per origin key would have no cardinality bound.
+	AttrOriginKey = attribute.Key("proxybreaker.origin.key")
 	// AttrProbe is true for an attempt that holds a HALF_OPEN probe slot.
 	AttrProbe = attribute.Key("proxybreaker.attempt.probe")
 	// AttrDryRun and AttrWouldRefuse are set on attempts through a dry-run pool (pool.WithDryRun).
@@ -47,8 +57,10 @@ const (
 	AttrRetryAfter = attribute.Key("proxybreaker.verdict.retry_after")
 	// AttrScope is the scope of a breaker: pair, exit or origin.
 	AttrScope = attribute.Key("proxybreaker.breaker.scope")
-	// AttrState is a breaker state, on the proxybreaker.breakers gauge.
-	AttrState = attribute.Key("proxybreaker.breaker.state")
+	// AttrState is a breaker state, on the proxybreaker.breakers gauge. It is not
+	// "proxybreaker.breaker.state": that is the name of the state gauge (MetricBreakerState), and
+	// Prometheus would show a label and a metric of one name.
+	AttrState = attribute.Key("proxybreaker.state")
 	// AttrFrom and AttrTo are the states of a transition.
 	AttrFrom = attribute.Key("proxybreaker.breaker.from")
 	AttrTo   = attribute.Key("proxybreaker.breaker.to")
@@ -57,9 +69,10 @@ const (
 	AttrCause = attribute.Key("proxybreaker.breaker.cause")
 	// AttrReason is the failure class behind a trip.
 	AttrReason = attribute.Key("proxybreaker.breaker.reason")
-	// AttrTrips is a breaker's trips so far; AttrLevel its backoff level; AttrParked whether a
-	// permanent failure parked it; AttrNextProbeIn the seconds until an OPEN breaker admits a probe.
-	AttrTrips       = attribute.Key("proxybreaker.breaker.trips")
+	// AttrTrips is a breaker's trips so far (not "proxybreaker.breaker.trips": that is the trip
+	// counter, MetricTrips); AttrLevel its backoff level; AttrParked whether a permanent failure
+	// parked it; AttrNextProbeIn the seconds until an OPEN breaker admits a probe.
+	AttrTrips       = attribute.Key("proxybreaker.breaker.trip_count")
 	AttrLevel       = attribute.Key("proxybreaker.breaker.level")
 	AttrParked      = attribute.Key("proxybreaker.breaker.parked")
 	AttrNextProbeIn = attribute.Key("proxybreaker.breaker.next_probe_in")
@@ -209,6 +222,28 @@ func (l *labeler) option(k optKey, build func(k optKey) attribute.Set) *measureO
 type measureOpts struct {
 	add []metric.AddOption
 	rec []metric.RecordOption
+}
+
+// spanAttrs appends to kvs the exit and origin attributes of a span or span event about exit (a
+// label, "" for none) and origin (a key, "" for none): under AttrExit and AttrOrigin the values the
+// metrics of the same event carry — labels(exit, origin), the call the metrics make — and under
+// AttrExitKey and AttrOriginKey the exit's label and the origin key themselves.
+func (l *labeler) spanAttrs(kvs []attribute.KeyValue, exit, origin string) []attribute.KeyValue {
+	metricExit, metricOrigin := l.labels(exit, origin)
+	if exit == "" {
+		metricExit = "" // labels says OverflowLabel for both; metrics leave the exit out
+	}
+	if origin == "" {
+		metricOrigin = ""
+	}
+	kvs = exitOrigin(kvs, metricExit, metricOrigin)
+	if exit != "" {
+		kvs = append(kvs, AttrExitKey.String(exit))
+	}
+	if origin != "" {
+		kvs = append(kvs, AttrOriginKey.String(origin))
+	}
+	return kvs
 }
 
 // exitOrigin appends the exit and origin attributes to kvs, leaving out empty values.

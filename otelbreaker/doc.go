@@ -30,9 +30,9 @@
 // in the request's context, so it nests under otelhttp's client span when the transport is wrapped
 // by otelhttp.NewTransport. Its start and end are the transport's instants (AttemptInfo.At, plus
 // the latency), read from the pool's clock. Attributes are listed in docs/metrics.md: the exit's
-// label and tier, the origin as server.address and server.port, the pair's and the exit's breaker
-// states before and after, the verdict's outcome, class, scope and detector, the Retry-After in
-// seconds, http.response.status_code and error.type. The span's status is Error when the verdict
+// label (see Labels) and tier, the origin's label and key, server.address and server.port, the
+// pair's and the exit's breaker states before and after, the verdict's outcome, class, scope and
+// detector, the Retry-After in seconds, http.response.status_code and error.type. The span's status is Error when the verdict
 // blames the exit (transient or permanent) or no response arrived; its description is the verdict
 // class, never an error message: error messages may name hosts, and no text that could hold a
 // credential is ever exported.
@@ -55,6 +55,17 @@
 // observed from the bound pool's Snapshot in a callback, so they cost nothing between collections;
 // they report nothing while the Observer is not bound. Counters and histograms are recorded on the
 // request path from cached attribute sets.
+//
+// # Labels
+//
+// Spans, span events and metrics label an event alike: proxybreaker.exit.label and
+// proxybreaker.origin hold the same values on the span of an attempt as on the counters and
+// histograms it is recorded in (the origin as WithOriginLabel maps it, both as WithMaxSeries caps
+// them), so that one label selects the traces behind a series. Spans alone also carry the exit's
+// own label and the unmapped origin key, as proxybreaker.exit.key and proxybreaker.origin.key: a
+// metric label per origin key would have no cardinality bound. No attribute key, with dots turned
+// into underscores, is the name of an instrument, so Prometheus never shows a label and a metric
+// of one name.
 //
 // Cardinality: every series is keyed by exit label and origin. WithOriginLabel maps origins to
 // coarser buckets (or drops the label), and WithMaxSeries caps the number of distinct (exit, origin)

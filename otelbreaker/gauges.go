@@ -37,7 +37,7 @@ func (g *gaugeSeries) severity() int {
 	return 0
 }
 
-// stateValue is the proxybreaker.breaker.state value of a state.
+// stateValue is the value the proxybreaker.breaker.state gauge reports for a state.
 func stateValue(s breaker.State) int64 {
 	switch s {
 	case breaker.Open:

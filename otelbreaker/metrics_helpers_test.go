@@ -55,6 +55,39 @@ func series(t *testing.T, rm metricdata.ResourceMetrics) map[string]float64 {
 	return out
 }
 
+// pointSets returns the attribute sets of every data point in rm, by metric name.
+func pointSets(t *testing.T, rm metricdata.ResourceMetrics) map[string][]attribute.Set {
+	t.Helper()
+	out := map[string][]attribute.Set{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				out[m.Name] = attributeSets(d.DataPoints)
+			case metricdata.Gauge[int64]:
+				out[m.Name] = attributeSets(d.DataPoints)
+			case metricdata.Gauge[float64]:
+				out[m.Name] = attributeSets(d.DataPoints)
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[m.Name] = append(out[m.Name], p.Attributes)
+				}
+			default:
+				t.Errorf("metric %s: unexpected data %T", m.Name, m.Data)
+			}
+		}
+	}
+	return out
+}
+
+func attributeSets[N int64 | float64](points []metricdata.DataPoint[N]) []attribute.Set {
+	sets := make([]attribute.Set, len(points))
+	for i, p := range points {
+		sets[i] = p.Attributes
+	}
+	return sets
+}
+
 // setString renders a set as {k=v,…}, sorted by key (attribute.Set is sorted already).
 func setString(set attribute.Set) string {
 	var parts []string

@@ -187,11 +187,10 @@ func (o *Observer) AttemptStarted(ctx context.Context, a transport.AttemptInfo) 
 
 func (o *Observer) startAttributes(span trace.Span, a *transport.AttemptInfo) {
 	host, port := splitOrigin(a.Origin, o.defaultPort)
-	kv := make([]attribute.KeyValue, 0, 12)
+	kv := make([]attribute.KeyValue, 0, 14)
+	kv = o.lab.spanAttrs(kv, a.Exit.Label(), a.Origin)
 	kv = append(kv,
-		AttrExit.String(a.Exit.Label()),
 		AttrTier.Int(a.Exit.Tier()),
-		AttrOrigin.String(a.Origin),
 		keyServerAddress.String(host),
 	)
 	if port > 0 {
@@ -275,19 +274,18 @@ func buildDuration(k optKey) attribute.Set {
 
 // transitionEvent records c on span.
 func (o *Observer) transitionEvent(span trace.Span, c pool.StateChange) {
-	kv := make([]attribute.KeyValue, 0, 11)
+	kv := make([]attribute.KeyValue, 0, 13)
 	kv = append(kv,
 		AttrScope.String(c.Scope.String()),
 		AttrFrom.String(c.From.String()),
 		AttrTo.String(c.To.String()),
 		AttrCause.String(string(c.Cause)),
 	)
+	exit := ""
 	if c.Exit != nil {
-		kv = append(kv, AttrExit.String(c.Exit.Label()))
+		exit = c.Exit.Label()
 	}
-	if c.Origin != "" {
-		kv = append(kv, AttrOrigin.String(c.Origin))
-	}
+	kv = o.lab.spanAttrs(kv, exit, c.Origin)
 	if c.Reason != "" {
 		kv = append(kv, AttrReason.String(c.Reason))
 	}
@@ -366,7 +364,9 @@ func (o *Observer) Refused(ctx context.Context, origin string, err error) {
 	}
 	host, port := splitOrigin(origin, o.defaultPort)
 	kv := make([]attribute.KeyValue, 0, 6)
-	kv = append(kv, AttrRefusal.String(reason), AttrOrigin.String(origin), keyServerAddress.String(host))
+	kv = append(kv, AttrRefusal.String(reason))
+	kv = o.lab.spanAttrs(kv, "", origin)
+	kv = append(kv, keyServerAddress.String(host))
 	if port > 0 {
 		kv = append(kv, keyServerPort.Int(port))
 	}
@@ -384,20 +384,19 @@ func buildRefusal(k optKey) attribute.Set {
 // Throttled records how long a request waited for a rate-limit token, and an event on the span in
 // ctx.
 func (o *Observer) Throttled(ctx context.Context, t pool.Throttle) {
-	exit := ""
+	label := ""
 	if t.Exit != nil {
-		exit = t.Exit.Label()
+		label = t.Exit.Label()
 	}
-	exit, origin := o.lab.labels(exit, t.Origin)
+	exit, origin := o.lab.labels(label, t.Origin)
 	o.in.wait.Record(ctx, t.Waited.Seconds(), o.lab.option(optKey{kind: kindWait, exit: exit, origin: origin, a: t.Scope.String(), b: strconv.FormatBool(t.Refused)}, buildWait).rec...)
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
 	}
-	kv := []attribute.KeyValue{AttrLimitScope.String(t.Scope.String()), AttrWaited.Float64(t.Waited.Seconds()), AttrLimitRefused.Bool(t.Refused)}
-	if t.Exit != nil {
-		kv = append(kv, AttrExit.String(t.Exit.Label()))
-	}
+	kv := make([]attribute.KeyValue, 0, 7)
+	kv = append(kv, AttrLimitScope.String(t.Scope.String()), AttrWaited.Float64(t.Waited.Seconds()), AttrLimitRefused.Bool(t.Refused))
+	kv = o.lab.spanAttrs(kv, label, t.Origin)
 	span.AddEvent(EventThrottled, trace.WithAttributes(kv...))
 }
 

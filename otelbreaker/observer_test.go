@@ -94,8 +94,10 @@ func TestThrottled(t *testing.T) {
 		t.Fatalf("%d events, want 2", len(events))
 	}
 	want := []attrs{
-		{"proxybreaker.ratelimit.scope": "pair", "proxybreaker.ratelimit.waited": 0.25, "proxybreaker.ratelimit.refused": false, "proxybreaker.exit.label": "alpha"},
-		{"proxybreaker.ratelimit.scope": "origin", "proxybreaker.ratelimit.waited": 2.0, "proxybreaker.ratelimit.refused": true},
+		{"proxybreaker.ratelimit.scope": "pair", "proxybreaker.ratelimit.waited": 0.25, "proxybreaker.ratelimit.refused": false,
+			"proxybreaker.exit.label": "alpha", "proxybreaker.exit.key": "alpha", "proxybreaker.origin": "shop.example", "proxybreaker.origin.key": "shop.example"},
+		{"proxybreaker.ratelimit.scope": "origin", "proxybreaker.ratelimit.waited": 2.0, "proxybreaker.ratelimit.refused": true,
+			"proxybreaker.origin": "shop.example", "proxybreaker.origin.key": "shop.example"},
 	}
 	for i, ev := range events {
 		if ev.Name != otelbreaker.EventThrottled || fmt.Sprint(attrMap(ev.Attributes)) != fmt.Sprint(want[i]) {
@@ -155,7 +157,7 @@ func TestOneCallPlugsIn(t *testing.T) {
 		return key(otelbreaker.MetricBreakerState, "proxybreaker.breaker.scope=exit", "proxybreaker.exit.label="+label)
 	}
 	parked := key(otelbreaker.MetricParkedExits)
-	closedExits := key(otelbreaker.MetricBreakers, "proxybreaker.breaker.scope=exit", "proxybreaker.breaker.state=closed")
+	closedExits := key(otelbreaker.MetricBreakers, "proxybreaker.breaker.scope=exit", "proxybreaker.state=closed")
 
 	diffSeries(t, "after transport.New alone", collect(), map[string]float64{
 		exitState("alpha"): 0, exitState("bravo"): 0, exitState("charlie"): 0, closedExits: 3, parked: 0,

@@ -16,8 +16,9 @@ const (
 	DefaultPort = 443
 )
 
-// OverflowLabel replaces the exit label and the origin of counter and histogram measurements once
-// WithMaxSeries distinct (exit, origin) pairs have been seen.
+// OverflowLabel replaces the exit label and the origin of counter and histogram measurements, and
+// of the spans and span events of the same events, once WithMaxSeries distinct (exit, origin)
+// pairs have been seen.
 const OverflowLabel = "_other"
 
 // Option configures an Observer. Options are built by the With functions.
@@ -72,12 +73,14 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	})
 }
 
-// WithOriginLabel sets how an origin key becomes the value of the proxybreaker.origin metric
-// attribute, to bound cardinality: map the long tail of origins to a few buckets ("other", a
-// site's category), or return "" to leave the attribute out. f must be cheap, safe for concurrent
-// use and deterministic; it runs on the request path. Series that f merges are merged: counters
-// add up, and the breaker-state gauge reports the worst state among them (OPEN over HALF_OPEN over
-// CLOSED) and the soonest probe. Spans always carry the origin itself. Default: the origin key.
+// WithOriginLabel sets how an origin key becomes the value of the proxybreaker.origin attribute
+// (AttrOrigin), to bound the cardinality of metrics: map the long tail of origins to a few buckets
+// ("other", a site's category), or return "" to leave the attribute out. f must be cheap, safe for
+// concurrent use and deterministic; it runs on the request path. Series that f merges are merged:
+// counters add up, and the breaker-state gauge reports the worst state among them (OPEN over
+// HALF_OPEN over CLOSED) and the soonest probe. Spans and span events carry the same value under
+// the same key as the metrics, so that one origin label selects both, and the origin key itself
+// under proxybreaker.origin.key (AttrOriginKey), which no metric carries. Default: the origin key.
 func WithOriginLabel(f func(origin string) string) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
@@ -88,15 +91,19 @@ func WithOriginLabel(f func(origin string) string) Option {
 	})
 }
 
-// WithoutOriginLabel leaves the proxybreaker.origin attribute out of every metric: series are per
-// exit only. It is shorthand for WithOriginLabel returning "".
+// WithoutOriginLabel leaves the proxybreaker.origin attribute out of every metric, span and span
+// event: series are per exit only, and spans name the origin by proxybreaker.origin.key and
+// server.address. It is shorthand for WithOriginLabel returning "".
 func WithoutOriginLabel() Option {
 	return WithOriginLabel(func(string) string { return "" })
 }
 
 // WithMaxSeries caps cardinality at n. Counters and histograms accept at most n distinct
 // (exit label, origin label) pairs; measurements of any later pair are recorded with both set to
-// OverflowLabel (the first n pairs keep their own series for the observer's lifetime). Each breaker
+// OverflowLabel (the first n pairs keep their own series for the observer's lifetime), and so are
+// the proxybreaker.exit.label and proxybreaker.origin attributes of its spans and span events,
+// which keep the exit's label and the origin key under proxybreaker.exit.key and
+// proxybreaker.origin.key. Each breaker
 // gauge reports at most n series per collection: the breakers out of CLOSED first (parked, OPEN,
 // HALF_OPEN), then CLOSED ones, each group by scope, exit and origin. Default DefaultMaxSeries;
 // zero means the default; negative means no cap.

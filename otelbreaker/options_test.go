@@ -56,9 +56,9 @@ func TestWithoutOriginLabel(t *testing.T) {
 
 		key("proxybreaker.breaker.time_to_probe", "proxybreaker.breaker.scope=pair", "proxybreaker.exit.label=alpha"): 13.5,
 
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.breaker.state=closed"):   3,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.breaker.state=open"):     1,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.breaker.state=closed"): 2,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.state=closed"):   3,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.state=open"):     1,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.state=closed"): 2,
 		key("proxybreaker.exits.parked"): 0,
 
 		key("proxybreaker.breaker.trips", "proxybreaker.exit.label=alpha", "proxybreaker.breaker.scope=pair", "proxybreaker.breaker.cause=failures", "proxybreaker.breaker.reason=timeout"): 1,
@@ -71,10 +71,12 @@ func TestWithoutOriginLabel(t *testing.T) {
 		key("proxybreaker.attempt.duration", "proxybreaker.exit.label=alpha", "proxybreaker.verdict.outcome=transient") + ":sum":                      1.5,
 	}
 	diffSeries(t, "WithoutOriginLabel", got, want)
-	// Spans keep the origin.
+	// Spans leave the origin label out, as the metrics do, and keep the origin key.
 	for _, s := range b.attemptSpans() {
-		if a := attrMap(s.Attributes()); a["proxybreaker.origin"] == nil || a["server.address"] == nil {
-			t.Errorf("span %v lost its origin: %v", s.SpanContext().SpanID(), a)
+		a := attrMap(s.Attributes())
+		if a["proxybreaker.origin"] != nil || a["proxybreaker.origin.key"] == nil || a["server.address"] == nil {
+			t.Errorf("span %v: origin label %v, key %v, server.address %v; want no label, the key and the address",
+				s.SpanContext().SpanID(), a["proxybreaker.origin"], a["proxybreaker.origin.key"], a["server.address"])
 		}
 	}
 }
@@ -97,8 +99,8 @@ func TestWithOriginLabelBuckets(t *testing.T) {
 		key("proxybreaker.breaker.state", "proxybreaker.breaker.scope=pair", "proxybreaker.exit.label=alpha", "proxybreaker.origin=flaky"):                                         1,
 		key("proxybreaker.breaker.time_to_probe", "proxybreaker.breaker.scope=pair", "proxybreaker.exit.label=alpha", "proxybreaker.origin=flaky"):                                 13.5,
 		key("proxybreaker.breaker.state", "proxybreaker.breaker.scope=origin", "proxybreaker.origin=flaky"):                                                                        0,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.breaker.state=open"):                                                                         1,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.breaker.state=closed"):                                                                       1,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.state=open"):                                                                                 1,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.state=closed"):                                                                               1,
 		key("proxybreaker.attempts", "proxybreaker.exit.label=alpha", "proxybreaker.origin=flaky", "proxybreaker.verdict.outcome=transient", "proxybreaker.verdict.class=timeout"): 4,
 	} {
 		if got[k] != v {
@@ -125,9 +127,9 @@ func TestWithMaxSeries(t *testing.T) {
 		key("proxybreaker.breaker.state", "proxybreaker.breaker.scope=exit", "proxybreaker.exit.label=alpha"):                                             0,
 		key("proxybreaker.breaker.time_to_probe", "proxybreaker.breaker.scope=pair", "proxybreaker.exit.label=alpha", "proxybreaker.origin=down.example"): 12.5,
 
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.breaker.state=closed"):   3,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.breaker.state=open"):     1,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.breaker.state=closed"): 3,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.state=closed"):   3,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.state=open"):     1,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.state=closed"): 3,
 		key("proxybreaker.exits.parked"): 0,
 
 		key("proxybreaker.breaker.trips", "proxybreaker.exit.label=alpha", "proxybreaker.origin=down.example", "proxybreaker.breaker.scope=pair", "proxybreaker.breaker.cause=failures", "proxybreaker.breaker.reason=timeout"): 1,

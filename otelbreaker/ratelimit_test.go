@@ -44,7 +44,8 @@ func TestRateLimitWait(t *testing.T) {
 	ended := b.spans.Ended()
 	parent := ended[len(ended)-1]
 	want := []attrs{{"proxybreaker.ratelimit.scope": "origin", "proxybreaker.ratelimit.waited": 10.0,
-		"proxybreaker.ratelimit.refused": false, "proxybreaker.exit.label": "alpha"}}
+		"proxybreaker.ratelimit.refused": false, "proxybreaker.exit.label": "alpha", "proxybreaker.exit.key": "alpha",
+		"proxybreaker.origin": "shop.example", "proxybreaker.origin.key": "shop.example"}}
 	var events []attrs
 	for _, ev := range parent.Events() {
 		if ev.Name == otelbreaker.EventThrottled {
@@ -87,7 +88,7 @@ func TestRateLimitRefusal(t *testing.T) {
 		t.Errorf("retry_in = %v, want 6", in)
 	}
 	delete(refused, "proxybreaker.refusal.retry_in")
-	want := attrs{"proxybreaker.refusal.reason": "throttled", "proxybreaker.origin": "shop.example",
+	want := attrs{"proxybreaker.refusal.reason": "throttled", "proxybreaker.origin": "shop.example", "proxybreaker.origin.key": "shop.example",
 		"server.address": "shop.example", "server.port": int64(443)}
 	if !reflect.DeepEqual(refused, want) {
 		t.Errorf("refusal event = %v, want %v", refused, want)

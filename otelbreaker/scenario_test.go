@@ -43,8 +43,10 @@ func (a attrs) with(kv ...any) attrs {
 func begin(exit string, tier int64, host string, probe bool, pairBefore, exitBefore string) attrs {
 	return attrs{
 		"proxybreaker.exit.label":        exit,
+		"proxybreaker.exit.key":          exit,
 		"proxybreaker.exit.tier":         tier,
 		"proxybreaker.origin":            host,
+		"proxybreaker.origin.key":        host,
 		"server.address":                 host,
 		"server.port":                    int64(443),
 		"http.request.method":            "GET",
@@ -79,13 +81,13 @@ func transition(scope, exit, origin, from, to, cause, reason string, trips, leve
 	a := attrs{
 		"proxybreaker.breaker.scope": scope, "proxybreaker.breaker.from": from,
 		"proxybreaker.breaker.to": to, "proxybreaker.breaker.cause": cause,
-		"proxybreaker.breaker.trips": trips, "proxybreaker.breaker.level": level,
+		"proxybreaker.breaker.trip_count": trips, "proxybreaker.breaker.level": level,
 	}
 	if exit != "" {
-		a["proxybreaker.exit.label"] = exit
+		a["proxybreaker.exit.label"], a["proxybreaker.exit.key"] = exit, exit
 	}
 	if origin != "" {
-		a["proxybreaker.origin"] = origin
+		a["proxybreaker.origin"], a["proxybreaker.origin.key"] = origin, origin
 	}
 	if reason != "" {
 		a["proxybreaker.breaker.reason"] = reason
@@ -161,7 +163,7 @@ func TestScenario(t *testing.T) {
 			span:  failed(begin(charlie, 2, "down.example", false, "closed", "closed"), "transient", "timeout", "pair", 0),
 			event: []attrs{opened(transition("origin", "", "down.example", "closed", "open", "failures", "timeout", 1, 1), false, -1)}},
 		{name: "s8 down: refused, origin unhealthy", at: 9 * time.Second, url: down, err: pool.ErrOriginUnhealthy,
-			refused: attrs{"proxybreaker.refusal.reason": "origin_unhealthy", "proxybreaker.origin": "down.example",
+			refused: attrs{"proxybreaker.refusal.reason": "origin_unhealthy", "proxybreaker.origin": "down.example", "proxybreaker.origin.key": "down.example",
 				"server.address": "down.example", "server.port": int64(443), "proxybreaker.refusal.retry_in": -1.0}},
 		{name: "s9 shop through alpha: 429 Retry-After 30 trips the pair", at: 10 * time.Second, url: shop, exit: alpha,
 			took: 200 * time.Millisecond, fail: "rate_limited",
@@ -179,7 +181,7 @@ func TestScenario(t *testing.T) {
 				with("proxybreaker.exit.state_after", "open"),
 			event: []attrs{opened(transition("exit", charlie, "", "closed", "open", "permanent", "proxy_auth", 1, 0), true, 900)}},
 		{name: "s12 shop: refused, no healthy exit", at: 13 * time.Second, url: shop, err: pool.ErrNoHealthyExit,
-			refused: attrs{"proxybreaker.refusal.reason": "no_healthy_exit", "proxybreaker.origin": "shop.example",
+			refused: attrs{"proxybreaker.refusal.reason": "no_healthy_exit", "proxybreaker.origin": "shop.example", "proxybreaker.origin.key": "shop.example",
 				"server.address": "shop.example", "server.port": int64(443), "proxybreaker.refusal.retry_in": 27.2}},
 		{name: "s13 shop through alpha: the probe closes the pair", at: 41 * time.Second, url: shop, exit: alpha,
 			took: 500 * time.Millisecond,
@@ -342,12 +344,12 @@ func TestScenario(t *testing.T) {
 		key("proxybreaker.breaker.time_to_probe", "proxybreaker.breaker.scope=pair", "proxybreaker.exit.label=bravo", "proxybreaker.origin=down.example"): 0,
 		key("proxybreaker.breaker.time_to_probe", "proxybreaker.breaker.scope=origin", "proxybreaker.origin=down.example"):                                0,
 
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.breaker.state=closed"):      1,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.breaker.state=open"):        2,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.breaker.state=closed"):      1,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.breaker.state=half_open"):   2,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.breaker.state=half_open"): 1,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.breaker.state=closed"):    1,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.state=closed"):      1,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.state=open"):        2,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.state=closed"):      1,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.state=half_open"):   2,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.state=half_open"): 1,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.state=closed"):    1,
 
 		key("proxybreaker.attempts", "proxybreaker.exit.label=alpha", "proxybreaker.origin=shop.example", "proxybreaker.verdict.outcome=success", "proxybreaker.verdict.class=ok"): 2,
 		key("proxybreaker.attempt.duration", "proxybreaker.exit.label=alpha", "proxybreaker.origin=shop.example", "proxybreaker.verdict.outcome=success") + ":count":               2,
@@ -405,11 +407,11 @@ func midway(guardProbe time.Time) map[string]float64 {
 		key("proxybreaker.breaker.time_to_probe", "proxybreaker.breaker.scope=pair", "proxybreaker.exit.label=alpha", "proxybreaker.origin=shop.example"): 40.2 - 14,
 		key("proxybreaker.breaker.time_to_probe", "proxybreaker.breaker.scope=origin", "proxybreaker.origin=down.example"):                                guardProbe.Sub(t0.Add(14 * time.Second)).Seconds(),
 
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.breaker.state=closed"):   1,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.breaker.state=open"):     2,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.breaker.state=open"):     3,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.breaker.state=open"):   1,
-		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.breaker.state=closed"): 1,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.state=closed"):   1,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=exit", "proxybreaker.state=open"):     2,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=pair", "proxybreaker.state=open"):     3,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.state=open"):   1,
+		key("proxybreaker.breakers", "proxybreaker.breaker.scope=origin", "proxybreaker.state=closed"): 1,
 		key("proxybreaker.exits.parked"): 2,
 
 		key("proxybreaker.breaker.trips", "proxybreaker.exit.label=alpha", "proxybreaker.origin=down.example", "proxybreaker.breaker.scope=pair", "proxybreaker.breaker.cause=failures", "proxybreaker.breaker.reason=timeout"):         1,

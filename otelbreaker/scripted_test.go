@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/otlptranslator"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -24,7 +27,7 @@ import (
 
 // This file holds the test bench: a transport over testkit.Scripted (no network; a reply's Took
 // advances the fake clock) on a fake clock, observed by an otelbreaker.Observer wired to the real
-// OTel SDK.
+// OTel SDK: a span recorder, a manual metric reader and the OTel Prometheus exporter.
 
 // t0 is the instant the fake clock starts at; steps are scheduled as offsets from it.
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -38,6 +41,9 @@ type bench struct {
 	obs    *otelbreaker.Observer
 	spans  *tracetest.SpanRecorder
 	reader *sdkmetric.ManualReader
+	// prom holds the same metrics as reader, through the OTel Prometheus exporter with the
+	// translation examples/otel uses.
+	prom   *prometheus.Registry
 	tracer trace.Tracer // makes the requests' parent spans
 }
 
@@ -77,10 +83,14 @@ func newBenchWith(t *testing.T, exits []*pool.Exit, obsOpts ...otelbreaker.Optio
 // by transport.New alone: its gauges are bound to the pool there, and unbound by Transport.Close.
 func newBenchFull(t *testing.T, exits []*pool.Exit, poolOpts []pool.Option, obsOpts ...otelbreaker.Option) *bench {
 	t.Helper()
-	b := &bench{t: t, clock: clock.NewFake(t0), spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
+	b := &bench{t: t, clock: clock.NewFake(t0), spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader(), prom: prometheus.NewRegistry()}
 	b.base = &testkit.Scripted{Clock: b.clock}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b.spans), sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(b.reader))
+	exporter, err := otelprom.New(otelprom.WithRegisterer(b.prom), otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes))
+	if err != nil {
+		t.Fatalf("Prometheus exporter: %v", err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(b.reader), sdkmetric.WithReader(exporter))
 	t.Cleanup(func() {
 		tp.Shutdown(context.Background())
 		mp.Shutdown(context.Background())

@@ -85,7 +85,10 @@ const (
 	ClassProxyRefused Class = "proxy_refused" // the proxy gateway refused the connection
 	ClassProxyDNS     Class = "proxy_dns"     // the proxy's host name does not resolve
 	ClassProxyConnect Class = "proxy_connect" // the proxy refused the CONNECT before reaching the target
-	ClassUpstream     Class = "upstream"      // the proxy could not reach the target (CONNECT 502/503/504)
+	ClassUpstream     Class = "upstream"      // the proxy could not reach the target (CONNECT 502/503/504, its own error page)
+	ClassProxyDenied  Class = "proxy_denied"  // the proxy refused the request by its own rules (ACL, filter, port, restricted target)
+	ClassProxyError   Class = "proxy_error"   // the proxy failed on its own side (internal error, overloaded, no exit nodes)
+	ClassBadRequest   Class = "bad_request"   // the proxy refused the request itself as malformed, unsupported or too large
 	ClassOriginDNS    Class = "origin_dns"    // the origin's name does not resolve (socks5 local DNS)
 	ClassCanceled     Class = "canceled"      // the caller cancelled or its deadline passed
 	ClassError        Class = "error"         // any other failure

@@ -52,13 +52,22 @@ func (f ClassifierFunc) Classify(a *Attempt) pool.Verdict { return f(a) }
 //		}
 //		return transport.DefaultClassifier.Classify(a)
 //	})
-var DefaultClassifier Classifier = &StandardClassifier{Detectors: DefaultDetectors, PeekLimit: DefaultPeekLimit}
+var DefaultClassifier Classifier = &StandardClassifier{
+	Detectors: DefaultDetectors, PeekLimit: DefaultPeekLimit, ProxyErrors: DefaultProxyErrorReaders,
+}
 
 // StandardClassifier is the classification table of the package documentation, with its soft-block
-// detectors and peek limit as fields.
+// detectors, peek limit and proxy error readers as fields.
 type StandardClassifier struct {
 	// Detectors recognise WAF challenge and block pages. Nil disables soft-block detection.
 	Detectors []Detector
+	// ProxyErrors recognise the error answers proxies make themselves (squid, tinyproxy, RFC 9209
+	// Proxy-Status, gateways), on responses and on answers to CONNECT; the first that recognises an
+	// answer gives its verdict. On a response, which anything between the exit and the origin may
+	// have made, a verdict that would blame the exit for every origin is narrowed to the pair,
+	// credentials excepted. Nil disables them: a proxy's answer then reads by its status alone, as
+	// an origin's would (a CONNECT answered 403 is still the pair's).
+	ProxyErrors []ProxyErrorReader
 	// PeekLimit bounds how much of a suspicious body is read; 0 means DefaultPeekLimit.
 	PeekLimit int
 }
@@ -66,7 +75,7 @@ type StandardClassifier struct {
 // Classify implements Classifier.
 func (c *StandardClassifier) Classify(a *Attempt) pool.Verdict {
 	if a.Err != nil {
-		return classifyError(a)
+		return c.classifyError(a)
 	}
 	return c.classifyResponse(a)
 }
@@ -76,6 +85,11 @@ func (c *StandardClassifier) classifyResponse(a *Attempt) pool.Verdict {
 	code := resp.StatusCode
 	if code == http.StatusProxyAuthRequired {
 		return pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}
+	}
+	if code >= http.StatusMultipleChoices && len(c.ProxyErrors) > 0 {
+		if v, ok := c.readProxyError(&ProxyReply{StatusCode: code, Status: resp.Status, Header: resp.Header}, a.Now); ok {
+			return v
+		}
 	}
 	var ra time.Duration
 	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == http.StatusForbidden {
@@ -148,7 +162,7 @@ func (e *socksAuthError) Error() string {
 }
 func (e *socksAuthError) Unwrap() error { return e.err }
 
-func classifyError(a *Attempt) pool.Verdict {
+func (c *StandardClassifier) classifyError(a *Attempt) pool.Verdict {
 	err := a.Err
 	if a.CallerDone {
 		return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}
@@ -164,16 +178,7 @@ func classifyError(a *Attempt) pool.Verdict {
 	}
 	var pce *ProxyConnectError
 	if errors.As(err, &pce) {
-		switch pce.StatusCode {
-		case http.StatusProxyAuthRequired, http.StatusUnauthorized:
-			// Only the proxy answers a CONNECT, so a 401 is its credential check too: tinyproxy up to
-			// 1.11.1 answers wrong credentials 401 (tinyproxy issue #532).
-			return pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}
-		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-			// The proxy tried the target and failed: the target's trouble, or this exit's route to it.
-			return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassUpstream, Soft: true}
-		}
-		return pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyConnect}
+		return c.classifyConnect(pce, a.Now)
 	}
 	var sae *socksAuthError
 	if errors.As(err, &sae) {
@@ -219,6 +224,33 @@ func classifyError(a *Attempt) pool.Verdict {
 		return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}
 	}
 	return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassError}
+}
+
+// classifyConnect judges a CONNECT the proxy answered with something other than 200. Only the
+// proxy answers a CONNECT, so its markers are read at every scope.
+func (c *StandardClassifier) classifyConnect(pce *ProxyConnectError, now time.Time) pool.Verdict {
+	switch pce.StatusCode {
+	case http.StatusProxyAuthRequired, http.StatusUnauthorized:
+		// A 401 is the proxy's credential check too: tinyproxy up to 1.11.1 answers wrong
+		// credentials 401 (tinyproxy issue #532).
+		return proxyRejectsCredentials
+	}
+	if len(c.ProxyErrors) > 0 {
+		r := ProxyReply{StatusCode: pce.StatusCode, Status: pce.Status, Header: pce.Header, Connect: true}
+		if v, ok := c.readProxyError(&r, now); ok {
+			return v
+		}
+	}
+	switch pce.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		// The proxy tried the target and failed: the target's trouble, or this exit's route to it.
+		return upstreamUnreachable
+	case http.StatusForbidden:
+		// The proxy refuses this target (its ACL, a filter, a port it does not allow): the exit
+		// serves other origins.
+		return proxyDenied
+	}
+	return pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyConnect}
 }
 
 // dialRefused reports whether err holds a refused dial. Every connection dials the proxy, so the

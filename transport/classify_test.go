@@ -285,7 +285,9 @@ func TestDefaultClassifierErrors(t *testing.T) {
 		{name: "CONNECT 407 in url.Error", err: wrapURL(&ProxyConnectError{Exit: "dc-1", StatusCode: 407}), want: permExit(pool.ClassProxyAuth)},
 		{name: "CONNECT 407 wrapped", err: fmt.Errorf("attempt: %w", &ProxyConnectError{StatusCode: 407}), want: permExit(pool.ClassProxyAuth)},
 		{name: "CONNECT 401 (tinyproxy's wrong credentials)", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 401}, want: permExit(pool.ClassProxyAuth)},
-		{name: "CONNECT 403", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 403}, want: permExit(pool.ClassProxyConnect)},
+		// A proxy's 403 to a CONNECT refuses that target (its ACL, a filter, a port): the pair, not the exit.
+		{name: "CONNECT 403", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 403},
+			want: pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopePair, Class: pool.ClassProxyDenied}},
 		{name: "CONNECT 400", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 400}, want: permExit(pool.ClassProxyConnect)},
 		{name: "CONNECT 500", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 500}, want: permExit(pool.ClassProxyConnect)},
 		{name: "CONNECT 502", err: &ProxyConnectError{Exit: "dc-1", StatusCode: 502}, want: upstream},

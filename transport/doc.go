@@ -29,17 +29,36 @@
 //	403/428/429/503, 200, 202/405 that is a WAF page     transient   pair ("blocked": Cloudflare, Imperva, Akamai, AWS WAF, Kasada, DataDome, PerimeterX, captcha gates)
 //	502/503/504 from the origin                          soft        pair (half) + origin guard
 //	CONNECT answered 502/503/504 (target unreachable)    soft        pair (half) + origin guard
+//	the proxy's page: target unreachable (squid          soft        pair (half) + origin guard
+//	  ERR_CONNECT_FAIL, tinyproxy 500 Unable to connect)             (class upstream)
+//	the proxy refuses the target (squid                  permanent   pair (class proxy_denied)
+//	  ERR_ACCESS_DENIED, tinyproxy 403 Filtered, CONNECT
+//	  answered 403)
+//	the proxy: the target's name does not resolve        neutral     - (class origin_dns)
+//	the proxy refuses the request (malformed, too large) neutral     - (class bad_request)
+//	the proxy fails on its own side (overloaded, no      transient   exit on a CONNECT, else pair
+//	  exit node, Proxy-Status proxy_internal_error)                  (class proxy_error)
 //	500 and other 5xx from the origin                    neutral     -
 //	response headers over the limit (256 KiB default)    neutral     - (class origin_error)
 //	407 from the proxy (plain HTTP or CONNECT)           permanent   exit
 //	401 in answer to a CONNECT (only the proxy answers)  permanent   exit
 //	SOCKS5 credentials rejected, or no method accepted   permanent   exit
-//	gateway refused, proxy DNS failure, CONNECT refused  permanent   exit
+//	gateway refused, proxy DNS failure                   permanent   exit
+//	CONNECT refused otherwise (400, 500… with no marker) permanent   exit (class proxy_connect)
 //	the caller's context cancelled or past its deadline  neutral     -
 //
 // "Soft" failures count half toward the pair: two make one. A plain 502/503 may be the origin's
 // trouble as much as the exit's; the origin guard sees them at full weight. The origin guard counts
 // every transient failure except 429s and challenge pages, which judge one IP, not the origin.
+//
+// Who made an error answer, the proxy or the origin, is read from the markers proxies document:
+// squid's X-Squid-Error, tinyproxy's Server header with its own reason phrases, RFC 9209's
+// Proxy-Status, and the error headers of Zyte, Bright Data and Oxylabs (ProxyErrorReader,
+// DefaultProxyErrorReaders, StandardClassifier.ProxyErrors; docs/judgement.md lists each marker and
+// its source). Only the proxy answers a CONNECT, so its markers there are read at every scope. On a
+// response, anything between the exit and the origin could have written them: a reading that would
+// blame the exit for every origin is narrowed to the pair, credentials excepted, so that a forged
+// marker costs no more than that origin's own pairs.
 //
 // Hanging exits are caught by the header timeout (WithHeaderTimeout, default 15 s, on the pool's
 // clock): a timeout of the transport's own making blames the exit, while the caller's own deadline

@@ -12,11 +12,14 @@ import (
 var ErrClosed = errors.New("transport: closed")
 
 // ProxyConnectError is a CONNECT the proxy answered with something other than 200: 407 when it
-// rejected the credentials. The per-exit base transport returns it from OnProxyConnectResponse, so
-// classification never matches on error strings.
+// rejected the credentials, 403 when it refuses the target. The per-exit base transport returns it
+// from OnProxyConnectResponse, with the proxy's status line and headers, so classification never
+// matches on error strings and proxy error readers see the proxy's own markers (X-Squid-Error…).
 type ProxyConnectError struct {
 	Exit       string // the exit's label
 	StatusCode int
+	Status     string      // the status line after the version: "403 Forbidden"; may be empty
+	Header     http.Header // the proxy's response headers; may be nil
 }
 
 func (e *ProxyConnectError) Error() string {

@@ -61,6 +61,7 @@ var fuzzClassifyClasses = map[pool.Class]bool{
 	pool.ClassTLS: true, pool.ClassRateLimited: true, pool.ClassBlocked: true, pool.ClassOrigin5xx: true, pool.ClassOriginError: true,
 	pool.ClassProxyAuth: true, pool.ClassProxyRefused: true, pool.ClassProxyDNS: true, pool.ClassProxyConnect: true,
 	pool.ClassUpstream: true, pool.ClassOriginDNS: true, pool.ClassCanceled: true, pool.ClassError: true,
+	pool.ClassProxyDenied: true, pool.ClassProxyError: true, pool.ClassBadRequest: true,
 }
 
 var errFuzzClassifyBoom = errors.New("fuzz: connection died")

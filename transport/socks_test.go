@@ -104,13 +104,13 @@ func TestClassifySOCKSAuthError(t *testing.T) {
 	sae := &socksAuthError{exit: "socks5://u:xxxxx@127.0.0.1:1080", err: cause}
 	want := pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth}
 	for i, err := range []error{sae, &url.Error{Op: "Get", URL: "http://o.example/", Err: sae}} {
-		if got := classifyError(&Attempt{Err: err}); got != want {
+		if got := DefaultClassifier.Classify(&Attempt{Err: err}); got != want {
 			t.Errorf("step %d: classifyError(%v) = %+v, want %+v", i, err, got, want)
 		}
 	}
 	// The same x/net/proxy error unmarked is not an authentication failure: the marking comes from
 	// the wire, never from the message text.
-	if got := classifyError(&Attempt{Err: cause}); got.Class == pool.ClassProxyAuth {
+	if got := DefaultClassifier.Classify(&Attempt{Err: cause}); got.Class == pool.ClassProxyAuth {
 		t.Errorf("classifyError(unmarked %v) = %+v, want anything but %s", cause, got, pool.ClassProxyAuth)
 	}
 	if !errors.Is(sae, cause) {

@@ -51,7 +51,8 @@ func newExitTransport(e *pool.Exit, template *http.Transport, resolver *net.Reso
 	label := e.Label()
 	tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
 		if res.StatusCode != http.StatusOK {
-			return &ProxyConnectError{Exit: label, StatusCode: res.StatusCode}
+			// The header goes with the error: the proxy's markers say what the refusal means.
+			return &ProxyConnectError{Exit: label, StatusCode: res.StatusCode, Status: res.Status, Header: res.Header}
 		}
 		return nil
 	}
@@ -68,9 +69,9 @@ func newExitTransport(e *pool.Exit, template *http.Transport, resolver *net.Reso
 // NewExitTransport returns a new *http.Transport that sends every request through e, built exactly
 // as a Transport builds the base transport of each exit: cloned from template (DefaultBaseTemplate()
 // when nil), its Proxy replaced by e (never ProxyFromEnvironment), a CONNECT answered other than 200
-// turned into a *ProxyConnectError, and for socks5/socks5h exits a dialer whose credential rejection
-// DefaultClassifier recognises as proxy_auth. resolver looks origin names up for socks5:// exits
-// (net.DefaultResolver when nil).
+// turned into a *ProxyConnectError carrying the proxy's status line and headers, and for
+// socks5/socks5h exits a dialer whose credential rejection DefaultClassifier recognises as
+// proxy_auth. resolver looks origin names up for socks5:// exits (net.DefaultResolver when nil).
 //
 // It is for tools that must reach an exit the way live traffic does, without the pool's breakers:
 // package probe builds its pre-dispatch probes on it, so that the probe and the transport classify

@@ -22,6 +22,7 @@ type options struct {
 	park        time.Duration
 	ca          string
 	userAgent   string
+	quiet       bool
 
 	deadline, connect, tlsTimeout, header, body time.Duration
 	bodyLimit                                   int64
@@ -49,6 +50,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.park, "park", probe.DefaultParkFor, "how long the state parks proxies that failed permanently")
 	fs.StringVar(&o.ca, "ca", "", "PEM `FILE` of extra root certificates to trust for https targets")
 	fs.StringVar(&o.userAgent, "user-agent", probe.DefaultUserAgent, "User-Agent of the probes")
+	fs.BoolVar(&o.quiet, "quiet", false, "nothing on stderr but errors: no progress line on a terminal, no summary line elsewhere")
 	fs.DurationVar(&o.deadline, "deadline", probe.DefaultDeadline, "hard deadline of the whole run")
 	fs.DurationVar(&o.connect, "connect-timeout", probe.DefaultConnectTimeout, "TCP connect timeout to each proxy (negative: none)")
 	fs.DurationVar(&o.tlsTimeout, "tls-timeout", probe.DefaultTLSTimeout, "TLS handshake timeout (negative: none)")
@@ -132,7 +134,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: proxyprobe -proxies FILE|- (-target URL ... | -targets FILE) [flags]
 
 Probes every target through every proxy within a hard deadline and writes a JSON report on stdout
-(schema: docs/probe.md). Exit codes: 0 HEALTHY, 1 DEGRADED, 2 CRITICAL, 64 bad usage, 65 bad
+(schema: docs/probe.md); on stderr, a progress line when it is a terminal, else one summary line
+at the end (-quiet: neither). Exit codes: 0 HEALTHY, 1 DEGRADED, 2 CRITICAL, 64 bad usage, 65 bad
 proxy or target list, 66 unreadable input, 73 state file not written, 74 stdout not written.
 
 flags:

@@ -7,8 +7,13 @@
 //
 // Exit codes: 0 HEALTHY, 1 DEGRADED, 2 CRITICAL; 64 bad usage, 65 a bad proxy or target list,
 // 66 an input file that cannot be read, 73 a state file that cannot be written, 74 stdout that
-// cannot be written. Errors are one line on stderr and never show a proxy password. Progress goes
-// to stderr only when stderr is a terminal.
+// cannot be written. Errors are one line on stderr and never show a proxy password. When stderr is
+// a terminal, a progress line is drawn there; when it is not (a scheduler's log), one summary line
+// is written there once the report is out:
+//
+//	proxyprobe: DEGRADED — 97/100 exits healthy, 2 failing, 1 parked; 4 targets; 1.2s (deadline 10s)
+//
+// -quiet leaves both out: then stderr holds errors only.
 //
 // With -state FILE it also writes a pool.SavedState (JSON) that pool.Pool.Restore loads
 // to warm start: exits that failed permanently start parked, throttled pairs start OPEN for their
@@ -70,8 +75,9 @@ func fail(code int, format string, args ...any) error {
 	return &failure{code, fmt.Errorf(format, args...)}
 }
 
-// run is the command: it returns the exit code.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, progress bool) int {
+// run is the command: it returns the exit code. tty says whether stderr is a terminal: a progress
+// line there, or else a summary line at the end.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, tty bool) int {
 	o, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
 		usage(stderr)
@@ -82,7 +88,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var rep *probe.Report
 	if err == nil {
-		rep, err = probeOnce(ctx, o, stdin, stderr, progress)
+		rep, err = probeOnce(ctx, o, stdin, stderr, tty && !o.quiet)
 	}
 	if err == nil && o.state != "" {
 		err = writeState(o.state, probe.StateFrom(rep, time.Now(), probe.StateSettings{ParkFor: o.park}))
@@ -100,6 +106,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 		fmt.Fprintf(stderr, "proxyprobe: %s\n", msg)
 		return code
+	}
+	if !tty && !o.quiet {
+		fmt.Fprintln(stderr, summaryLine(rep))
 	}
 	return rep.Verdict.ExitCode()
 }

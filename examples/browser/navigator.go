@@ -34,8 +34,12 @@ import (
 //	  → transport.Classifier (status, headers, body) or the net::ERR_ text → pool.Verdict
 //	  → Lease.Report → breakers
 
-// DefaultNavigationTimeout bounds one navigation, from the new browser context to the verdict.
+// DefaultNavigationTimeout bounds one navigation, from Page.navigate to the verdict.
 const DefaultNavigationTimeout = 10 * time.Second
+
+// tabSetupTimeout bounds opening a tab and its browser context, which only the browser does (no
+// exit is involved yet): a browser that takes longer has failed, and no exit is blamed for it.
+const tabSetupTimeout = 30 * time.Second
 
 // bypassNothing makes every request of a browser context go through its proxy, loopback ones
 // included: Chromium sends localhost and 127.0.0.1 direct unless told otherwise, and a navigation
@@ -44,7 +48,8 @@ const bypassNothing = "<-loopback>"
 
 // NavigatorConfig tunes a Navigator. The zero value is ready to use.
 type NavigatorConfig struct {
-	// Timeout bounds each navigation. When it passes, the exit is blamed (a timeout, as a
+	// Timeout bounds each navigation, from Page.navigate on: opening the tab before it is the
+	// browser's work and is bounded apart. When it passes, the exit is blamed (a timeout, as a
 	// transport's header timeout does); when the caller's context ends first, nobody is.
 	// Default DefaultNavigationTimeout.
 	Timeout time.Duration
@@ -173,11 +178,16 @@ type navigation struct {
 // error is the browser's failure, not the navigation's: a navigation that failed is a navigation.
 func (n *Navigator) open(ctx context.Context, rawURL, server string, creds *url.Userinfo) (*navigation, error) {
 	// The tab's context derives from the browser's (that is where chromedp finds the browser) and
-	// ends with the caller's, or when the timeout passes.
-	navCtx, cancelNav := context.WithTimeout(n.browser, n.cfg.Timeout)
+	// ends with the caller's, when the tab takes too long to open, or when the navigation's own
+	// timeout passes: its timer starts once the tab is ready, so that a browser slow to open tabs
+	// (a loaded machine) is not taken for a slow exit.
+	navCtx, cancelNav := context.WithCancel(n.browser)
 	defer cancelNav()
 	stopAfter := context.AfterFunc(ctx, cancelNav)
 	defer stopAfter()
+	var setupExpired, navExpired atomic.Bool
+	setup := time.AfterFunc(tabSetupTimeout, func() { setupExpired.Store(true); cancelNav() })
+	defer setup.Stop()
 
 	tabCtx, closeTab := chromedp.NewContext(navCtx, chromedp.WithNewBrowserContext(
 		func(p *target.CreateBrowserContextParams) {
@@ -190,8 +200,19 @@ func (n *Navigator) open(ctx context.Context, rawURL, server string, creds *url.
 		closeTab() // closes the tab and disposes of its browser context; the handlers' iterators end
 		handlers.Wait()
 	}()
+	// failed says why the tab could not be set up: the caller gave up, or the browser failed.
+	failed := func(step string, err error) error {
+		if ctx.Err() != nil {
+			nav.callerDone = true
+			return fmt.Errorf("%s: %w", step, ctx.Err())
+		}
+		if setupExpired.Load() {
+			return fmt.Errorf("%s: the browser took over %v: %w", step, tabSetupTimeout, err)
+		}
+		return fmt.Errorf("%s: %w", step, err)
+	}
 	if err := chromedp.Do(tabCtx); err != nil { // create the browser context and the tab
-		return nil, n.ended(ctx, navCtx, nav, fmt.Errorf("opening a tab: %w", err))
+		return nil, failed("opening a tab", err)
 	}
 	mainFrame := chromedp.FromContext(tabCtx).Target.TargetID // a page's main frame has its target's ID
 
@@ -207,7 +228,7 @@ func (n *Navigator) open(ctx context.Context, rawURL, server string, creds *url.
 			mu.Unlock()
 		}
 	}); err != nil {
-		return nil, n.ended(ctx, navCtx, nav, fmt.Errorf("listening: %w", err))
+		return nil, failed("listening", err)
 	}
 
 	// With the Fetch domain on, every request pauses until continued, and a proxy's 407 pauses it
@@ -241,8 +262,13 @@ func (n *Navigator) open(ctx context.Context, rawURL, server string, creds *url.
 	}()
 	handle := true
 	if _, err := chromedp.Call(tabCtx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: &handle}); err != nil {
-		return nil, n.ended(ctx, navCtx, nav, fmt.Errorf("enabling the Fetch domain: %w", err))
+		return nil, failed("enabling the Fetch domain", err)
 	}
+	if !setup.Stop() {
+		return nil, failed("opening a tab", context.DeadlineExceeded)
+	}
+	navTimer := time.AfterFunc(n.cfg.Timeout, func() { navExpired.Store(true); cancelNav() })
+	defer navTimer.Stop()
 
 	navErr := chromedp.Do(tabCtx, chromedp.Navigate(rawURL))
 	nav.proxyAuthRejected = rejected.Load()
@@ -265,23 +291,22 @@ func (n *Navigator) open(ctx context.Context, rawURL, server string, creds *url.
 	if navErr != nil {
 		// A response without a load (an error status with no body, a page whose subresources
 		// hang) is still a response: the verdict judges it, and Err says what happened next.
-		n.ended(ctx, navCtx, nav, navErr)
+		n.ended(ctx, &navExpired, nav, navErr)
 	}
 	return nav, nil
 }
 
-// ended records err as the navigation's error, notes whose context ended, if one did, and returns
-// err.
-func (n *Navigator) ended(ctx, navCtx context.Context, nav *navigation, err error) error {
+// ended records err as the navigation's error and notes whether the caller gave up or the
+// navigation's timeout passed.
+func (n *Navigator) ended(ctx context.Context, navExpired *atomic.Bool, nav *navigation, err error) {
 	nav.err = err
 	switch {
 	case ctx.Err() != nil:
 		nav.callerDone = true
-	case navCtx.Err() != nil:
+	case navExpired.Load():
 		nav.timedOut = true
 		nav.err = fmt.Errorf("no page within %v: %w", n.cfg.Timeout, err)
 	}
-	return nav.err
 }
 
 // answerChallenge answers one Fetch.authRequired event: the exit's credentials for the first

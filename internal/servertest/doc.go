@@ -5,6 +5,8 @@
 //
 //	http.Client → transport.Transport → pick exit → base http.Transport
 //	            → servertest.Tinyproxy (a real tinyproxy on 127.0.0.1) → httptest origin
+//	            → servertest.StartSquid (a real squid on 127.0.0.1, its lookups answered NXDOMAIN
+//	              by a resolver of the helper's own) → httptest origin
 //
 //	metrics endpoint on 127.0.0.1 ← servertest.StartPrometheus (a real prometheus scraping it)
 //	                               ← PrometheusServer.Query / WaitForQuery (its HTTP API)

@@ -59,6 +59,11 @@ func StartTinyproxy(t testing.TB, cfg TinyproxyConfig) *TinyproxyServer {
 			if err := os.WriteFile(conf, []byte(cfg.conf(port, dir)), 0o600); err != nil {
 				return nil, err
 			}
+			if len(cfg.Filter) > 0 {
+				if err := os.WriteFile(filepath.Join(dir, "filter"), []byte(cfg.filter()), 0o600); err != nil {
+					return nil, err
+				}
+			}
 			return []string{"-d", "-c", conf}, nil
 		},
 	})

@@ -39,7 +39,20 @@ type TinyproxyConfig struct {
 	// Timeout is how long a connection may stay idle before tinyproxy closes it, in whole
 	// seconds rounded up. Zero means DefaultTinyproxyTimeout; negative is an error.
 	Timeout time.Duration
+
+	// Filter lists host names tinyproxy refuses to serve (Filter, each name matching whole host
+	// names): it answers 403 Filtered, to plain HTTP requests and CONNECT alike. A name is
+	// letters, digits, '-' and '.'.
+	Filter []string
+
+	// ConnectPorts, when set, are the only ports tinyproxy accepts a CONNECT to (ConnectPort): a
+	// CONNECT to any other port is answered 403 Access violation. Empty allows every port.
+	ConnectPorts []int
 }
+
+// filterName is what TinyproxyConfig.Filter accepts: a host name, so its filter line is a plain
+// anchored expression.
+var filterName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
 
 // credential is what tinyproxy's config grammar accepts for a BasicAuth user or password.
 var credential = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -67,6 +80,16 @@ func (c TinyproxyConfig) validate() error {
 	if c.Timeout < 0 {
 		return fmt.Errorf("servertest: tinyproxy Timeout %v: negative", c.Timeout)
 	}
+	for _, name := range c.Filter {
+		if !filterName.MatchString(name) {
+			return fmt.Errorf("servertest: tinyproxy Filter name %q: want letters, digits, '-' and '.'", name)
+		}
+	}
+	for _, port := range c.ConnectPorts {
+		if port < 1 || port > 65535 {
+			return fmt.Errorf("servertest: tinyproxy ConnectPorts %d: want a port in [1, 65535]", port)
+		}
+	}
 	return nil
 }
 
@@ -84,10 +107,11 @@ func (c TinyproxyConfig) timeoutSeconds() int64 {
 // conf renders the tinyproxy.conf for c listening on 127.0.0.1:port, with its log and pid files
 // in dir, which must not contain double quotes. c must have been validated.
 //
-// There is no ConnectPort line: with none, tinyproxy allows CONNECT to every port, which tests
-// need because httptest servers get random ports (a single "ConnectPort 443" would turn them
-// away with 403). There is no User or Group line either: tinyproxy then runs as the user that
-// started it, after warning that it should not.
+// There is no ConnectPort line unless ConnectPorts asks for one: with none, tinyproxy allows
+// CONNECT to every port, which tests need because httptest servers get random ports (a single
+// "ConnectPort 443" would turn them away with 403). There is no User or Group line either:
+// tinyproxy then runs as the user that started it, after warning that it should not. With Filter,
+// the filter file is dir/filter (see filter).
 func (c TinyproxyConfig) conf(port int, dir string) string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
@@ -110,6 +134,25 @@ func (c TinyproxyConfig) conf(port int, dir string) string {
 	}
 	if c.Bind != "" {
 		line("Bind %s", c.Bind)
+	}
+	if len(c.Filter) > 0 {
+		line(`Filter "%s"`, filepath.Join(dir, "filter"))
+		line("FilterURLs Off")
+		line("FilterExtended On")
+		line("FilterDefaultDeny No")
+	}
+	for _, port := range c.ConnectPorts {
+		line("ConnectPort %d", port)
+	}
+	return b.String()
+}
+
+// filter renders the filter file for c.Filter: one anchored extended expression per name, dots
+// escaped, matched against the request's host.
+func (c TinyproxyConfig) filter() string {
+	var b strings.Builder
+	for _, name := range c.Filter {
+		fmt.Fprintf(&b, "^%s$\n", strings.ReplaceAll(name, ".", `\.`))
 	}
 	return b.String()
 }

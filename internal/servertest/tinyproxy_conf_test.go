@@ -78,3 +78,35 @@ Bind 127.0.0.2
 		t.Errorf("zero conf() =\n%s\nwant DisableViaHeader and no ConnectPort, BasicAuth or Bind", got)
 	}
 }
+
+func TestTinyproxyConfigFilterAndConnectPorts(t *testing.T) {
+	for i, tt := range []struct {
+		cfg  TinyproxyConfig
+		want string // "" for valid
+	}{
+		{TinyproxyConfig{Filter: []string{"denied.test", "a-b.c"}, ConnectPorts: []int{443, 65535, 1}}, ""},
+		{TinyproxyConfig{Filter: []string{"denied.test$|.*"}}, "Filter"},
+		{TinyproxyConfig{Filter: []string{""}}, "Filter"},
+		{TinyproxyConfig{ConnectPorts: []int{0}}, "ConnectPorts"},
+		{TinyproxyConfig{ConnectPorts: []int{65536}}, "ConnectPorts"},
+	} {
+		err := tt.cfg.validate()
+		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("step %d: validate(%+v) = %v, want an error about %q (none if empty)", i, tt.cfg, err, tt.want)
+		}
+	}
+	cfg := TinyproxyConfig{Filter: []string{"denied.test", "x"}, ConnectPorts: []int{443, 8443}}
+	got := cfg.conf(8888, "/tmp/x")
+	for _, line := range []string{`Filter "/tmp/x/filter"`, "FilterURLs Off", "FilterExtended On", "FilterDefaultDeny No",
+		"ConnectPort 443", "ConnectPort 8443"} {
+		if !strings.Contains(got, "\n"+line+"\n") {
+			t.Errorf("conf() =\n%s\nwant the line %q", got, line)
+		}
+	}
+	if got, want := cfg.filter(), "^denied\\.test$\n^x$\n"; got != want {
+		t.Errorf("filter() = %q, want %q", got, want)
+	}
+	if got := (TinyproxyConfig{}).conf(8888, "/tmp/x"); strings.Contains(got, "Filter") {
+		t.Errorf("zero conf() =\n%s\nwant no Filter", got)
+	}
+}
