@@ -76,7 +76,7 @@ func randomResult(r *rand.Rand) Result {
 		Outcome: pool.Outcome(r.IntN(5)), Scope: pool.Scope([]int{0, 1, 2, 3, 255}[r.IntN(5)]),
 		Class: pool.Class(randomString(r)), Blocked: r.IntN(2) == 0, Detector: randomString(r),
 		RetryAfterMS: []int64{0, 1, 30000, -5, math.MaxInt64}[r.IntN(5)],
-		ErrorKind: randomString(r), Phase: randomString(r), Error: randomString(r),
+		ErrorKind:    randomString(r), Phase: randomString(r), Error: randomString(r),
 	}
 }
 

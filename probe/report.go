@@ -237,4 +237,3 @@ type ExitSummary struct {
 	Exit string `json:"exit"`
 	Summary
 }
-

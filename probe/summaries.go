@@ -110,7 +110,7 @@ func (r *Report) groups(byTarget bool) iter.Seq[group] {
 			return x.Exit
 		}
 		at := map[string]int{}
-		var firsts []int // index of each key's first result
+		var firsts []int            // index of each key's first result
 		of := make([]int, len(res)) // the group of each result
 		for i := range res {
 			g, ok := at[key(&res[i])]
