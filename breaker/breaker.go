@@ -360,9 +360,10 @@ func (b *Breaker) effectiveLevel(now int64) int {
 // A failure with a Retry-After is the origin's own answer to "when?": the breaker stays OPEN that
 // long (capped at MaxRetryAfter), never less than BaseCooldown, lengthened only by jitter — and the
 // backoff level neither climbs nor applies. A pair that meets a per-minute cap every minute is then
-// rested each minute, not for ever-longer windows (a pace problem is the rate limiter's to fix,
-// with AIMD), and a pair whose level rose in a ban is not kept out longer than the origin asks
-// once the ban has turned into a rate limit. Failures without one climb the ladder.
+// rested each minute, not for ever-longer windows (a pace problem is the rate limiter's to fix),
+// and a pair whose level rose in a ban is not kept out longer than the origin asks once the ban
+// has turned into a rate limit. Failures without one climb the ladder, whose window a
+// Failure.MaxWindow caps.
 func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
 	b.trips++
 	var window time.Duration
@@ -372,6 +373,9 @@ func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
 	} else {
 		b.level = min(b.effectiveLevel(now)+1, b.p.maxLevel)
 		window = b.p.Cooldown(b.level)
+		if f.MaxWindow > 0 {
+			window = min(window, max(f.MaxWindow, b.p.s.BaseCooldown))
+		}
 	}
 	b.open(now, addSat(now, int64(b.p.jittered(window))), c, false, ev)
 }

@@ -74,6 +74,13 @@ type Failure struct {
 	// Reason is a short, low-cardinality label kept in the Snapshot ("timeout", "rate_limited").
 	// It must not contain credentials.
 	Reason string
+	// MaxWindow, when positive, caps the OPEN window this failure trips the breaker for (before
+	// jitter, never below BaseCooldown): the caller's estimate of how long to wait at most between
+	// probes for this kind of trouble. The backoff level still climbs; only its window is capped.
+	// Package pool passes it for blocks and rate limits, learned from how long the origin's earlier
+	// episodes lasted, so that a pair whose ban is over is probed within minutes. A Retry-After is
+	// not shortened by it.
+	MaxWindow time.Duration
 }
 
 // Transition describes one change of state. It is delivered to the callback given to NewBreaker

@@ -124,9 +124,7 @@ func checkExits(exits []*Exit, taken map[string]*exitState) error {
 func (p *Pool) newExitState(e *Exit) *exitState {
 	es := &exitState{exit: e, id: p.nextID, life: new(atomic.Int32)}
 	p.nextID++
-	if p.gate != nil {
-		es.bucket = p.gate.ExitBucket(e.label)
-	}
+	es.bucket = p.gate.ExitBucket(e.label)
 	id := es.id
 	es.wide = p.exitPol.NewBreakerWith(breaker.Hooks{
 		OnStateChange: func(t breaker.Transition) {

@@ -24,6 +24,11 @@ type Request struct {
 	// Retries, when set, is the memory of one logical request: the pick passes over the exits that
 	// failed it while another is ready, and a failure reported on the lease is added to it.
 	Retries *Retries
+	// FailFast, when set, makes a pick that finds only exits waiting for a token (a configured
+	// limit, or a pace the pair learned) fail at once with a *ThrottledError saying how long the
+	// wait would be, instead of waiting: for a crawler whose queue holds other origins' URLs, which
+	// would rather send one of those. ratelimit.Limits.FailFast does the same for every pick.
+	FailFast bool
 }
 
 // Lease is one admitted attempt: the exit to send it through and the permits it holds. Give it

@@ -91,6 +91,15 @@ func newConfig(opts []Option) (*config, error) {
 			return nil, err
 		}
 	}
+	if c.gate == nil {
+		// No limits configured: nothing is paced. TODO(issue 13): learned pacing on by default
+		// once the simulation shows it costs no goodput (ratelimit/learn.go).
+		g, err := ratelimit.New(ratelimit.Limits{Adaptive: ratelimit.Adaptive{Disabled: true}})
+		if err != nil {
+			return nil, fmt.Errorf("pool: default pacing: %w", err)
+		}
+		c.gate = g
+	}
 	if c.seeded {
 		// One seeded source for everything random in the pool: selection, the origin guards'
 		// jitter, and the breakers' jitter unless their settings bring a source of their own.
@@ -246,8 +255,10 @@ func WithMaxSessions(n int) Option {
 // WithRateLimits puts token buckets in front of the breakers: per exit, per (exit, origin) and per
 // origin, as l says (see package ratelimit). An exit whose bucket has no token is not ready, so the
 // picker takes another that has one instead of waiting; when none has, the pick waits for the
-// soonest token, bounded by its context, or fails fast with a *ThrottledError if l.FailFast. A 429
-// or a challenge page also slows the pair that got it (AIMD), whatever the configured limits.
+// soonest token, bounded by its context, or fails fast with a *ThrottledError if l.FailFast.
+// Whatever the configured limits, a pair that meets a 429 learns its pace from it (see package
+// ratelimit, "Learned pace"); without this option the pool paces with ratelimit.Limits{}, which
+// limits nothing until a pair has shown a limit. l.Adaptive.Disabled turns the learning off.
 func WithRateLimits(l ratelimit.Limits) Option {
 	return optionFunc(func(c *config) error {
 		g, err := ratelimit.New(l)

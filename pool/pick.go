@@ -54,7 +54,7 @@ type ticket struct {
 }
 
 // pick chooses an exit for r at now and acquires its permits and tokens, waiting for a token when
-// only buckets hold it back (see PickAt).
+// only buckets hold it back (see PickAt), unless the pool's limits or r say to fail fast.
 func (p *Pool) pick(ctx context.Context, now time.Time, r Request) (ticket, error) {
 	start := now
 	waitedFor := scopeNone // the scope of the last bucket waited for
@@ -70,7 +70,7 @@ func (p *Pool) pick(ctx context.Context, now time.Time, r Request) (ticket, erro
 		}
 		wait := tokenAt.Sub(now)
 		terr := &ThrottledError{Origin: r.Origin, Scope: scope, RetryIn: wait}
-		if dl, ok := ctx.Deadline(); p.gate.FailFast() || waits >= maxTokenWaits || (ok && dl.Before(tokenAt)) {
+		if dl, ok := ctx.Deadline(); p.gate.FailFast() || r.FailFast || waits >= maxTokenWaits || (ok && dl.Before(tokenAt)) {
 			p.obs.throttled(ctx, Throttle{Origin: r.Origin, Scope: scope, Waited: now.Sub(start), Refused: true})
 			return ticket{}, terr
 		}
@@ -259,7 +259,7 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bo
 			t.exitPm.Release(now)
 			return ticket{}, false
 		}
-	case o.open.get(id) || (p.gate != nil && o.limited.get(id)):
+	case o.open.get(id) || o.limited.get(id):
 		pr = o.lookupPair(id) // out of CLOSED, or paced: the pair's own state matters
 	}
 	t.lazyPair = pr == nil

@@ -50,7 +50,7 @@ type Pool struct {
 	// Policy.Settings copies the whole struct.
 	probeLease time.Duration
 
-	gate    *ratelimit.Gate // nil: no rate limits (and no adaptation)
+	gate    *ratelimit.Gate // never nil: at least ratelimit.Limits{}, which paces pairs that showed limits
 	claimer ProbeClaimer    // nil: probes are this pool's alone
 
 	lastSweep atomic.Int64
@@ -93,7 +93,7 @@ func New(opts ...Option) (*Pool, error) {
 	p.probeLease = pairPol.Settings().ProbeLease
 	p.retired = make(map[string]retiredExit)
 	p.retention = max(c.idleTTL, p.probeLease, exitPol.Settings().ProbeLease, guard.policy.Settings().ProbeLease)
-	if p.gate != nil && p.gate.PairsLimited() {
+	if p.gate.PairsLimited() {
 		p.lazyPairs = false
 	}
 	p.set.Store(p.buildSet(nil))
@@ -158,15 +158,22 @@ type originState struct {
 	// looking at its pair (lazyPair) remembers it, so its verdict can tell a pair that re-closed
 	// since — whose generation it never saw — from one that stayed CLOSED (see pairPermit).
 	epoch atomic.Uint64
+	// pace is what the origin's pairs learned of its rate limit, a prior for its other pairs; learn
+	// is what its bans lasted (pace.go).
+	pace  originPace
+	learn recoveryStats
 }
 
 type pair struct {
 	b      *breaker.Breaker
-	pace   *ratelimit.Pair // nil without rate limits
+	pace   *ratelimit.Pair
 	exit   *exitState
 	origin *originState
 	// closedEpoch is the origin's epoch when the pair last returned to CLOSED; 0 if never.
 	closedEpoch atomic.Uint64
+	// episode is when the pair's current ban episode began (Unix ns; 0: none): its trip from CLOSED
+	// for a block or a rate limit without Retry-After (pace.go).
+	episode atomic.Int64
 }
 
 // origin returns the state for key, creating it if needed.
@@ -181,9 +188,7 @@ func (p *Pool) origin(key string) *originState {
 	defer p.omu.Unlock()
 	if o = p.origins[key]; o == nil {
 		o = &originState{key: key, pairs: make(map[uint32]*pair)}
-		if p.gate != nil {
-			o.bucket = p.gate.OriginBucket(key)
-		}
+		o.bucket = p.gate.OriginBucket(key)
 		o.guard = p.newOriginGuard(o)
 		p.origins[key] = o
 	}
@@ -215,6 +220,7 @@ func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
 	pr.b = p.pairPol.NewBreakerWith(breaker.Hooks{
 		OnStateChange: func(t breaker.Transition) {
 			// As for the exit's own breaker (newExitState): its current version, or nothing.
+			pr.noteEpisode(t)
 			if cur := p.set.Load().byID[es.id]; cur != nil {
 				p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: cur.exit, Origin: pr.origin.key, Transition: t})
 			}
@@ -226,11 +232,9 @@ func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
 			o.open.set(es.id, notClosed)
 		},
 	})
-	if p.gate != nil {
-		pr.pace = p.gate.NewPair(es.exit.label)
-		if pr.pace.Bucket() != nil {
-			o.limited.set(es.id, true)
-		}
+	pr.pace = p.gate.NewPair(es.exit.label)
+	if pr.pace.Bucket() != nil {
+		o.limited.set(es.id, true)
 	}
 	o.pairs[es.id] = pr
 	return pr, true

@@ -9,9 +9,6 @@ import (
 // takeTokens takes the tokens t's attempt needs — its exit's, its pair's and its origin's — all or
 // none. Breaker permits are already held: a pair the breakers refuse never takes a token.
 func (p *Pool) takeTokens(now time.Time, t *ticket) bool {
-	if p.gate == nil {
-		return true
-	}
 	var pairBucket *ratelimit.Bucket
 	if t.pair != nil {
 		pairBucket = t.pair.pace.Bucket()
@@ -31,14 +28,11 @@ func (p *Pool) unacquire(now time.Time, t *ticket) {
 	t.exitPm.Release(now)
 }
 
-// adapt feeds a verdict to the pair's pace: a 429 or a challenge page cuts it, a success lets it
-// grow back.
+// adapt feeds a verdict to the pair's pace: a 429 teaches it the origin's window (or cuts it), a
+// challenge page slows a paced pair, a success counts towards its window.
 func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
-	if p.gate == nil {
-		return
-	}
 	switch {
-	case v.Class == ClassRateLimited || v.Class == ClassBlocked:
+	case v.Class == ClassRateLimited:
 		pr := t.pair
 		if pr == nil {
 			var alive bool
@@ -46,11 +40,26 @@ func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 				return
 			}
 		}
-		pr.pace.Cut(now)
-		t.origin.limited.set(t.exit.id, true)
-	case v.Outcome == Success && t.pair != nil && t.pair.pace.Throttled():
-		t.pair.pace.Grow(now)
-		if t.pair.pace.Bucket() == nil {
+		r, own := pr.pace.Limited(now, v.RetryAfter, t.origin.pace.prior())
+		if own {
+			t.origin.pace.learn(r)
+		}
+		t.origin.limited.set(t.exit.id, pr.pace.Bucket() != nil)
+	case v.Class == ClassBlocked:
+		if t.pair != nil {
+			t.pair.pace.Challenged(now)
+		}
+	case v.Outcome == Success:
+		pr := t.pair
+		if pr == nil {
+			// Admitted without looking at its pair (CLOSED, or none yet): a pair that has met a
+			// 429 keeps counting its window all the same.
+			if pr = t.origin.lookupPair(t.exit.id); pr == nil {
+				return
+			}
+		}
+		pr.pace.Served(now)
+		if pr.pace.Bucket() == nil && t.origin.limited.get(t.exit.id) {
 			t.origin.limited.set(t.exit.id, false)
 		}
 	}

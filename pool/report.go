@@ -27,6 +27,9 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter
 		RetryAfter: v.RetryAfter,
 		Reason:     string(v.Class),
 	}
+	if banLike(v) {
+		f.MaxWindow = t.origin.learn.maxWindow()
+	}
 	switch {
 	case v.Outcome == Success:
 		t.pairPm.Success(now)

@@ -75,12 +75,9 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 	return ok, at
 }
 
-// tokensReady peeks, taking nothing, at the buckets of exit i of g for o. Without rate limits
-// there are none, and it reads nothing.
+// tokensReady peeks, taking nothing, at the buckets of exit i of g for o. Without configured
+// limits, and while the pair has shown none, it reads two bit tables and nothing else.
 func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (bool, time.Time, Scope) {
-	if p.gate == nil {
-		return true, time.Time{}, scopeNone
-	}
 	if g.buckets != nil {
 		if ok, at := g.buckets[i].Ready(now); !ok {
 			return false, at, ScopeExit

@@ -17,8 +17,15 @@ type Pair struct {
 	ceiling rate.Limit // the rate the pair recovers to
 	static  bool       // a configured per-pair limit: the bucket stays at the ceiling
 
-	mu     sync.Mutex // serialises Cut and Grow
+	mu     sync.Mutex // serialises Cut, Grow and the learning below
 	bucket atomic.Pointer[Bucket]
+
+	// What the pair learns of the origin's window (learn.go), under mu; Unix nanoseconds.
+	since   int64 // when the current window began: the last Retry-After's end
+	first   int64 // the first success at or after since; 0: none yet
+	sent    int64 // successes from first on
+	window  int64 // the window length the last estimate spanned; 0: none learned
+	learned int64 // when the rate was last learned or raised
 }
 
 // Bucket returns the pair's bucket now: nil while the pair runs unthrottled.
@@ -60,7 +67,12 @@ func (p *Pair) Grow(now time.Time) rate.Limit {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if b = p.bucket.Load(); b == nil {
+	return p.growLocked(now)
+}
+
+func (p *Pair) growLocked(now time.Time) rate.Limit {
+	b := p.bucket.Load()
+	if b == nil {
 		return rate.Inf
 	}
 	r := b.lim.Limit() + p.ceiling*rate.Limit(p.cfg.Step)

@@ -1,0 +1,38 @@
+package breaker
+
+import (
+	"testing"
+	"time"
+)
+
+// TestMaxWindowCapsTheLadder: a failure with a MaxWindow trips for the ladder's window up to that
+// cap (never below BaseCooldown), the level still climbs, and a Retry-After is not shortened.
+func TestMaxWindowCapsTheLadder(t *testing.T) {
+	b, err := New(Settings{FailureThreshold: 1, Jitter: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Failure{Reason: "blocked", MaxWindow: 70 * unit}
+	now := t0
+	failNow(t, b, now, f)
+	want := []time.Duration{20 * unit, 40 * unit, 70 * unit, 70 * unit, 70 * unit}
+	for i, w := range want {
+		got, s := openFor(t, b, now)
+		if got != w || s.Level != i+1 {
+			t.Fatalf("trip %d: OPEN for %v at level %d, want %v at level %d", i, got, s.Level, w, i+1)
+		}
+		now = now.Add(got)
+		failNow(t, b, now, f) // the probe fails
+	}
+
+	c, _ := New(Settings{FailureThreshold: 1, Jitter: -1}, nil)
+	failNow(t, c, t0, Failure{MaxWindow: unit}) // below BaseCooldown
+	if got, _ := openFor(t, c, t0); got != DefaultBaseCooldown {
+		t.Errorf("MaxWindow 1s: OPEN for %v, want BaseCooldown %v", got, DefaultBaseCooldown)
+	}
+	d, _ := New(Settings{FailureThreshold: 1, Jitter: -1}, nil)
+	failNow(t, d, t0, Failure{RetryAfter: 300 * unit, MaxWindow: 30 * unit})
+	if got, _ := openFor(t, d, t0); got != 300*unit {
+		t.Errorf("Retry-After 300s with MaxWindow 30s: OPEN for %v, want 300s", got)
+	}
+}

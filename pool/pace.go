@@ -1,0 +1,113 @@
+package pool
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"golang.org/x/time/rate"
+)
+
+// Learning from an origin: its pace and how long its bans last.
+//
+// Pace. A pair that meets a 429 with a Retry-After learns the origin's window from it and is paced
+// at that rate from then on (ratelimit.Pair.Limited); pairs that never met one are not paced. What
+// the origin's pairs learn is kept per origin (originPace) and is the first pace of each other pair
+// of the origin at its first 429, which otherwise would only rest until the Retry-After and learn
+// nothing yet: the origin's limit is usually the same for every IP.
+//
+// Recovery. A pair tripped by a block (a challenge page, a ban) or a 429 without Retry-After is
+// probed on the breaker's backoff ladder, but never less often than once per maxWindow: a tenth of
+// what the origin's earlier episodes lasted (from the trip to the probe that closed the pair), at
+// most DefaultMaxCooldown, DefaultRecoveryWindow until an episode has been seen. A ban of 25 minutes
+// is then probed every 2.5 minutes once the ladder reaches that, and a pair is back within a few
+// minutes of the ban's end, with about a dozen probes per ban; an origin whose bans last hours is
+// probed every 15 minutes, not every two.
+
+// DefaultRecoveryWindow is the longest wait between probes of a banned pair while its origin's
+// bans have not been measured yet.
+const DefaultRecoveryWindow = 2 * time.Minute
+
+// recoveryShare is the share of an origin's typical ban the probes of a banned pair are spaced by
+// at most.
+const recoveryShare = 10
+
+// originPace keeps the rate an origin's pairs learned: an exponentially weighted mean, weight ¼
+// for the newest, as float64 bits (0: none yet). Safe for concurrent use.
+type originPace struct{ bits atomic.Uint64 }
+
+// prior returns the origin's learned rate, 0 when none.
+func (o *originPace) prior() rate.Limit { return rate.Limit(math.Float64frombits(o.bits.Load())) }
+
+// learn folds r, a rate a pair of the origin learned from its own traffic, into the prior.
+func (o *originPace) learn(r rate.Limit) {
+	if r <= 0 || r == rate.Inf {
+		return
+	}
+	for {
+		old := o.bits.Load()
+		next := float64(r)
+		if old != 0 {
+			prev := math.Float64frombits(old)
+			next = prev + (next-prev)/4
+		}
+		if o.bits.CompareAndSwap(old, math.Float64bits(next)) {
+			return
+		}
+	}
+}
+
+// recoveryStats keeps how long an origin's ban episodes lasted: an exponentially weighted mean in
+// nanoseconds, weight ¼ for the newest (0: none yet). Safe for concurrent use.
+type recoveryStats struct{ typical atomic.Int64 }
+
+// record folds one episode's length into the mean.
+func (r *recoveryStats) record(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for {
+		old := r.typical.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (next-old)/4
+		}
+		if r.typical.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// maxWindow is the longest wait between probes of a banned pair of the origin.
+func (r *recoveryStats) maxWindow() time.Duration {
+	t := time.Duration(r.typical.Load())
+	if t == 0 {
+		return DefaultRecoveryWindow
+	}
+	return min(t/recoveryShare, breaker.DefaultMaxCooldown)
+}
+
+// banLike reports whether v is a block or a rate limit whose end the origin did not announce: the
+// failures whose probes are spaced by what the origin's bans last.
+func banLike(v Verdict) bool {
+	return v.Class == ClassBlocked || (v.Class == ClassRateLimited && v.RetryAfter <= 0)
+}
+
+// noteEpisode follows the pair's ban episodes through its transitions: one begins when the pair
+// trips from CLOSED for a block (or a rate limit without Retry-After) and ends when a probe closes
+// it; its length goes to the origin's recovery stats.
+func (pr *pair) noteEpisode(t breaker.Transition) {
+	switch {
+	case t.From == breaker.Closed && t.To == breaker.Open:
+		var at int64
+		if (t.Reason == string(ClassBlocked) || t.Reason == string(ClassRateLimited)) && t.Cause != breaker.CauseRetryAfter {
+			at = t.At.UnixNano()
+		}
+		pr.episode.Store(at)
+	case t.To == breaker.Closed:
+		if at := pr.episode.Swap(0); at != 0 && t.From == breaker.HalfOpen {
+			pr.origin.learn.record(time.Duration(t.At.UnixNano() - at))
+		}
+	}
+}
