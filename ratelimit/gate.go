@@ -55,8 +55,13 @@ func (g *Gate) OriginBucket(origin string) *Bucket {
 // transport must then make on a pair's first use rather than its first failure.
 func (g *Gate) PairsLimited() bool { return !g.l.PerPair.IsZero() }
 
-// NewPair returns the pace of a pair through the exit labelled exitLabel.
+// NewPair returns the pace of a pair through the exit labelled exitLabel: nil, which paces nothing
+// and costs nothing, when there is no per-pair limit and adaptation is disabled. Every method of
+// Pair accepts a nil *Pair.
 func (g *Gate) NewPair(exitLabel string) *Pair {
+	if g.l.Adaptive.Disabled && g.l.PerPair.IsZero() {
+		return nil
+	}
 	p := &Pair{cfg: &g.l.Adaptive, ceiling: g.l.Adaptive.Ceiling}
 	if !g.l.PerPair.IsZero() {
 		p.static = true

@@ -39,7 +39,7 @@ const (
 // and whether the pair learned it from its own count, so that the caller can keep the origin's
 // prior.
 func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior rate.Limit) (rate.Limit, bool) {
-	if p.cfg.Disabled {
+	if p == nil || p.cfg.Disabled {
 		return p.Bucket().Limit(), false
 	}
 	if retryAfter <= 0 {
@@ -75,7 +75,7 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior rate.Limit
 // paced for RaiseAfter windows without a 429. A pair paced only by cuts (429s without a
 // Retry-After) grows back as Grow does.
 func (p *Pair) Served(now time.Time) {
-	if p.cfg.Disabled {
+	if p == nil || p.cfg.Disabled {
 		return
 	}
 	p.mu.Lock()
@@ -109,7 +109,7 @@ func (p *Pair) Served(now time.Time) {
 // challenges an IP may be reacting to its pace); an unpaced one is left alone — the breaker rests
 // it, and a ban says nothing of the rate the site allows.
 func (p *Pair) Challenged(now time.Time) rate.Limit {
-	if p.cfg.Disabled {
+	if p == nil || p.cfg.Disabled {
 		return p.Bucket().Limit()
 	}
 	p.mu.Lock()

@@ -86,3 +86,19 @@ func TestLearningDisabled(t *testing.T) {
 		t.Errorf("Limited, disabled = %v, %v; want unpaced", r, own)
 	}
 }
+
+// TestNilPair: a gate that neither limits nor adapts pairs makes none, and a nil *Pair paces nothing.
+func TestNilPair(t *testing.T) {
+	g, _ := New(Limits{Adaptive: Adaptive{Disabled: true}})
+	p := g.NewPair("x")
+	if p != nil {
+		t.Fatalf("NewPair = %p, want nil", p)
+	}
+	p.Served(lt0)
+	p.Challenged(lt0)
+	p.Cut(lt0)
+	p.Grow(lt0)
+	if r, own := p.Limited(lt0, time.Minute, rate.Every(time.Second)); r != rate.Inf || own || p.Bucket() != nil || p.Throttled() {
+		t.Errorf("nil pair: Limited = %v, %v; want unpaced", r, own)
+	}
+}

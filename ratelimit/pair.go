@@ -40,7 +40,7 @@ func (p *Pair) Bucket() *Bucket {
 // Floor. A pair that had no bucket gets one, starting at Decrease × its ceiling, burst 1. It
 // returns the new rate. With adaptation disabled it does nothing and returns the current rate.
 func (p *Pair) Cut(now time.Time) rate.Limit {
-	if p.cfg.Disabled {
+	if p == nil || p.cfg.Disabled {
 		return p.Bucket().Limit()
 	}
 	p.mu.Lock()
@@ -61,7 +61,7 @@ func (p *Pair) Cut(now time.Time) rate.Limit {
 // again (its exit's bucket, if any, still paces it). It returns the new rate (rate.Inf when
 // unthrottled).
 func (p *Pair) Grow(now time.Time) rate.Limit {
-	b := p.bucket.Load()
+	b := p.Bucket()
 	if b == nil || p.cfg.Disabled {
 		return b.Limit()
 	}
