@@ -92,9 +92,8 @@ func newConfig(opts []Option) (*config, error) {
 		}
 	}
 	if c.gate == nil {
-		// No limits configured: nothing is paced. TODO(issue 13): learned pacing on by default
-		// once the simulation shows it costs no goodput (ratelimit/learn.go).
-		g, err := ratelimit.New(ratelimit.Limits{Adaptive: ratelimit.Adaptive{Disabled: true}})
+		// No limits configured: pairs that meet a 429 still learn the origin's window.
+		g, err := ratelimit.New(ratelimit.Limits{})
 		if err != nil {
 			return nil, fmt.Errorf("pool: default pacing: %w", err)
 		}

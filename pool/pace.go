@@ -1,12 +1,11 @@
 package pool
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"golang.org/x/time/rate"
+	"github.com/proxybreaker/proxybreaker/ratelimit"
 )
 
 // Learning from an origin: its pace and how long its bans last.
@@ -33,29 +32,23 @@ const DefaultRecoveryWindow = 2 * time.Minute
 // at most.
 const recoveryShare = 10
 
-// originPace keeps the rate an origin's pairs learned: an exponentially weighted mean, weight ¼
-// for the newest, as float64 bits (0: none yet). Safe for concurrent use.
+// originPace keeps the window an origin's pairs learned last (ratelimit.Window), packed in one word:
+// N in the high 16 bits, Length in milliseconds in the low 48 (0: none yet). Safe for concurrent use.
 type originPace struct{ bits atomic.Uint64 }
 
-// prior returns the origin's learned rate, 0 when none.
-func (o *originPace) prior() rate.Limit { return rate.Limit(math.Float64frombits(o.bits.Load())) }
+// prior returns the origin's learned window, zero when none.
+func (o *originPace) prior() ratelimit.Window {
+	v := o.bits.Load()
+	return ratelimit.Window{N: int(v >> 48), Length: time.Duration(v&(1<<48-1)) * time.Millisecond}
+}
 
-// learn folds r, a rate a pair of the origin learned from its own traffic, into the prior.
-func (o *originPace) learn(r rate.Limit) {
-	if r <= 0 || r == rate.Inf {
+// learn keeps w, a window a pair of the origin learned from its own traffic, as the prior.
+func (o *originPace) learn(w ratelimit.Window) {
+	ms := w.Length.Milliseconds()
+	if w.IsZero() || w.N >= 1<<16 || ms <= 0 || ms >= 1<<48 {
 		return
 	}
-	for {
-		old := o.bits.Load()
-		next := float64(r)
-		if old != 0 {
-			prev := math.Float64frombits(old)
-			next = prev + (next-prev)/4
-		}
-		if o.bits.CompareAndSwap(old, math.Float64bits(next)) {
-			return
-		}
-	}
+	o.bits.Store(uint64(w.N)<<48 | uint64(ms))
 }
 
 // recoveryStats keeps how long an origin's ban episodes lasted: an exponentially weighted mean in

@@ -40,9 +40,8 @@ func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 				return
 			}
 		}
-		r, own := pr.pace.Limited(now, v.RetryAfter, t.origin.pace.prior())
-		if own {
-			t.origin.pace.learn(r)
+		if own := pr.pace.Limited(now, v.RetryAfter, t.origin.pace.prior()); !own.IsZero() {
+			t.origin.pace.learn(own)
 		}
 		t.origin.limited.set(t.exit.id, pr.pace.Bucket() != nil)
 	case v.Class == ClassBlocked:

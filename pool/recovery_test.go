@@ -82,3 +82,67 @@ func TestRequestFailFast(t *testing.T) {
 		t.Errorf("Pick(FailFast) left %d timers on the clock, want none: it must not wait", clk.Timers())
 	}
 }
+
+// TestPaceLearnedAndShared: by default a pair that meets two 429s in consecutive windows is held to
+// what the origin allowed it per window, and another pair of the origin takes that window at its
+// first 429; pairs that showed no limit are not paced.
+func TestPaceLearnedAndShared(t *testing.T) {
+	clk := clock.NewFake(leaseT0)
+	p, err := pool.New(
+		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("a"), pool.MustParseExit("10.0.0.2:3128").WithLabel("b")),
+		pool.WithClock(clk), pool.WithSeed(3), pool.WithPairSettings(breaker.Settings{Jitter: -1}),
+		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := func(at time.Duration) pool.Verdict {
+		return pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: time.Minute - at%time.Minute}
+	}
+	report := func(exit string, v pool.Verdict) {
+		t.Helper()
+		l, err := p.Pick(context.Background(), pool.Request{Origin: "shop", Exit: exit, FailFast: true})
+		if err != nil {
+			t.Fatalf("Pick(%s) at %v = %v", exit, clk.Now().Sub(leaseT0), err)
+		}
+		l.Report(v)
+	}
+	// Exit a: 429 at 0:30 (resets at 1:00), then 5 successes in the next minute and a 429.
+	clk.Set(leaseT0.Add(30 * time.Second))
+	report("a", limited(30*time.Second))
+	clk.Set(leaseT0.Add(time.Minute))
+	for range 5 {
+		report("a", okVerdict)
+		clk.Advance(time.Second)
+	}
+	report("a", limited(65*time.Second))
+	rate := func(exit string) float64 {
+		for _, ps := range p.Snapshot().Pairs {
+			if ps.Exit == exit && ps.Origin == "shop" {
+				return ps.Rate
+			}
+		}
+		return 0
+	}
+	if got := rate("a"); got < 5.0/60-1e-9 || got > 5.0/60+1e-9 {
+		t.Errorf("pair a after learning: %v/s, want 5 a minute", got)
+	}
+	if got := rate("b"); got != 0 {
+		t.Errorf("pair b before any 429: %v/s, want unpaced", got)
+	}
+	report("b", okVerdict)
+	report("b", limited(66*time.Second))
+	if got := rate("b"); got < 5.0/60-1e-9 || got > 5.0/60+1e-9 {
+		t.Errorf("pair b after its first 429: %v/s, want the origin's 5 a minute", got)
+	}
+	// Held to 5 a minute: the sixth pick in the window through a is refused (it would wait).
+	clk.Set(leaseT0.Add(2 * time.Minute))
+	for range 5 {
+		report("a", okVerdict)
+	}
+	_, err = p.Pick(context.Background(), pool.Request{Origin: "shop", Exit: "a", FailFast: true})
+	var te *pool.ThrottledError
+	if !errors.As(err, &te) || te.RetryIn != time.Minute {
+		t.Errorf("sixth pick through a in the window = %v, want a *ThrottledError for the minute", err)
+	}
+}

@@ -9,105 +9,136 @@ import (
 // Learning a pair's pace.
 //
 // A 429 with a Retry-After says two things: the pair has used up what the origin allows it, and
-// when the origin's window resets. An unpaced pair's successes since its count began (the
-// previous reset, or its first success after it), spread over the span from that success to the
-// coming reset, are what the origin allows per window: Limited paces the pair at that rate, burst
-// 1, so that no window sees more than the origin allows. Such an estimate errs high, not low (a
-// count that began late makes the span short), and costs at most another 429.
+// when the origin's window resets. Two such 429s in windows that follow each other say how long the
+// window is (from one reset to the next) and how much it allows (the successes in between): from
+// then on the pair is held to that allowance per window, the windows aligned on the resets the
+// origin announced (windowBudget) — it sends what the origin allows, as fast as it likes, and stops
+// before the 429. A pair held to a window that still meets a 429 (the origin allows less, or counts
+// a sliding window) is allowed one less per window, from the reset that 429 announced; one that
+// meets none for RaiseAfter windows is allowed one more, so that a site that allows more is found
+// out at the cost of one 429.
 //
-// A paced pair that still meets a 429 runs just above the origin's limit: it slows by
-// PacedDecrease. A paced pair that meets none for RaiseAfter windows (a window being the longest
-// Retry-After it has seen, at least a second) speeds up by RaiseStep, so that a site that allows
-// more is found out. The pace settles just under the origin's limit, with about one 429 every
-// RaiseAfter windows — against one every window for a pair that is only rested.
+// A pair that has learned nothing yet takes its origin's window (what its other pairs learned) at
+// its first 429: the origin's limit is usually the same for every IP.
 const (
-	// PacedDecrease is the factor a 429 multiplies a paced pair's rate by.
-	PacedDecrease = 0.9
-	// RaiseAfter is how many windows a paced pair goes without a 429 before its rate rises.
+	// RaiseAfter is how many windows a paced pair goes without a 429 before its allowance rises.
 	RaiseAfter = 10
-	// RaiseStep is the share of its rate a quiet paced pair gains.
-	RaiseStep = 0.1
-	// recount: an unpaced pair's count that spans more than this many windows starts again, so
-	// that an estimate spans about one window of traffic, not the quiet hours before it.
-	recount = 2
+	// consecutive: two resets at most this many longest-seen Retry-Afters apart are taken for
+	// consecutive windows; further apart, the pair skipped windows and the count says nothing.
+	consecutive = 2
 )
 
+// Window is what an origin allows a pair: N requests per Length, the windows aligned on the
+// origin's resets. The zero Window is nothing learned.
+type Window struct {
+	N      int
+	Length time.Duration
+}
+
+// IsZero reports whether w is nothing learned.
+func (w Window) IsZero() bool { return w.N <= 0 || w.Length <= 0 }
+
 // Limited applies a 429 at now. With a Retry-After (the origin's window resets then) it learns the
-// pair's pace as described above, or, for a pair with nothing counted yet, takes prior (the pace the
-// origin's other pairs learned; 0 for none). Without one it cuts the pace as Cut does, starting from
-// prior when the pair was not paced. It returns the pair's rate afterwards (rate.Inf while unpaced)
-// and whether the pair learned it from its own count, so that the caller can keep the origin's
-// prior.
-func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior rate.Limit) (rate.Limit, bool) {
+// pair's window as described above, or, for a pair that has learned none, takes prior (the window
+// the origin's other pairs learned; zero for none). Without one it cuts the pace as Cut does (a
+// pair held to a window is allowed one less). It returns the window the pair learned from its own
+// traffic, zero when it learned none, so that the caller can keep the origin's prior.
+func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Window {
 	if p == nil || p.cfg.Disabled {
-		return p.Bucket().Limit(), false
-	}
-	if retryAfter <= 0 {
-		if p.Bucket() == nil && prior > 0 {
-			return p.set(now, prior), false
-		}
-		return p.Cut(now), false
+		return Window{}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t := now.UnixNano()
+	if retryAfter <= 0 {
+		if p.win != nil {
+			n, w := p.win.allowance()
+			p.win.reset(n-1, w, t)
+		} else if b := p.bucket.Load(); b == nil || b.src == nil {
+			p.cutLocked(now)
+		}
+		return Window{}
+	}
 	reset := t + int64(retryAfter)
-	p.window = max(p.window, int64(retryAfter), int64(time.Second))
-	var est rate.Limit
-	own := false
-	switch b := p.bucket.Load(); {
-	case b != nil:
-		est = b.lim.Limit() * PacedDecrease
-	case p.sent > 0 && p.first != 0 && reset > p.first:
-		est = rate.Limit(float64(p.sent) / time.Duration(reset-p.first).Seconds())
-		own = true
-	default:
-		est = prior
+	p.longest = max(p.longest, int64(retryAfter))
+	var own Window
+	switch {
+	case p.win != nil:
+		// Re-aligned on the reset the origin announced; allowed one less only when the window
+		// before also ended in a 429 (one 429 may be a window the pair saw out of line).
+		n, w := p.win.allowance()
+		if t-p.struck <= consecutive*w {
+			n--
+		}
+		p.struck = t
+		p.win.reset(n, w, reset)
+	case p.since != 0 && p.sent > 0 && reset-p.since <= consecutive*p.longest:
+		own = Window{N: int(p.sent), Length: natural(time.Duration(reset - p.since))}
+		p.hold(own, reset)
+	case !prior.IsZero():
+		p.hold(prior, reset)
 	}
-	p.since, p.first, p.sent, p.learned = reset, 0, 0, t
-	if est <= 0 {
-		return p.Bucket().Limit(), false // nothing known yet: the breaker rests the pair for the Retry-After
-	}
-	return p.setLocked(now, est), own
+	p.since, p.sent, p.learned = reset, 0, t
+	return own
 }
 
-// Served counts a success at now towards an unpaced pair's window, and raises the rate of a pair
-// paced for RaiseAfter windows without a 429. A pair paced only by cuts (429s without a
-// Retry-After) grows back as Grow does.
+// naturalWindows are the window lengths rate limits are counted over, in practice.
+var naturalWindows = [...]time.Duration{
+	time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute,
+	10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 24 * time.Hour,
+}
+
+// natural snaps d, a window length measured between two announced resets (each rounded up to a
+// whole second by Retry-After), to the natural window length within 5 % of it, or to whole seconds.
+// A window learned a second long would drift off the origin's and meet 429s its allowance does not
+// deserve.
+func natural(d time.Duration) time.Duration {
+	for _, w := range naturalWindows {
+		if diff := d - w; diff >= -w/20 && diff <= w/20 {
+			return w
+		}
+	}
+	return max(d.Round(time.Second), time.Second)
+}
+
+// hold holds the pair to w from start, under p.mu.
+func (p *Pair) hold(w Window, start int64) {
+	p.win = &windowBudget{}
+	p.win.reset(w.N, int64(w.Length), start)
+	p.bucket.Store(SourceBucket(p.win))
+}
+
+// Served counts a success at now towards the pair's window, and allows a pair held to a window
+// one more per window after RaiseAfter windows without a 429. A pair paced only by cuts (429s
+// without a Retry-After) grows back as Grow does.
 func (p *Pair) Served(now time.Time) {
 	if p == nil || p.cfg.Disabled {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.window == 0 && p.bucket.Load() != nil {
-		p.growLocked(now) // paced by cuts alone (429s without Retry-After, no window learned): AIMD
+	if p.win == nil && p.bucket.Load() != nil {
+		p.growLocked(now)
 		return
 	}
 	t := now.UnixNano()
 	if t < p.since {
 		return // an attempt the origin answered before its window reset
 	}
-	if p.first == 0 || (p.window > 0 && t-p.first > recount*p.window) {
-		p.first, p.sent = t, 0
-	}
 	p.sent++
-	b := p.bucket.Load()
-	if b == nil || p.window == 0 || t-p.learned < RaiseAfter*p.window {
+	if p.win == nil {
 		return
 	}
-	p.learned = t
-	r := b.lim.Limit() * (1 + RaiseStep)
-	if r >= p.ceiling && !p.static {
-		p.bucket.Store(nil) // above anything an adaptive pair runs at: unpaced again
-		return
+	n, w := p.win.allowance()
+	if t-p.learned >= RaiseAfter*w {
+		p.learned = t
+		p.win.raise(n + 1)
 	}
-	b.lim.SetLimitAt(now, min(r, p.ceiling))
 }
 
-// Challenged applies a challenge page at now: a paced pair slows by PacedDecrease (a site that
-// challenges an IP may be reacting to its pace); an unpaced one is left alone — the breaker rests
-// it, and a ban says nothing of the rate the site allows.
+// Challenged applies a challenge page at now: a pair paced by cuts slows by a tenth (a site that
+// challenges an IP may be reacting to its pace); an unpaced one, or one held to the window the
+// origin announced, is left alone — the breaker rests it, and a ban says nothing of the window.
 func (p *Pair) Challenged(now time.Time) rate.Limit {
 	if p == nil || p.cfg.Disabled {
 		return p.Bucket().Limit()
@@ -115,27 +146,10 @@ func (p *Pair) Challenged(now time.Time) rate.Limit {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b := p.bucket.Load()
-	if b == nil || p.static {
-		return b.Limit()
+	if b == nil || b.src != nil || p.static {
+		return b.Limit() // a window the origin announced is not the challenge's doing
 	}
-	r := max(b.lim.Limit()*PacedDecrease, p.cfg.Floor)
+	r := max(b.lim.Limit()*0.9, p.cfg.Floor)
 	b.lim.SetLimitAt(now, r)
-	return r
-}
-
-// set paces the pair at r from now.
-func (p *Pair) set(now time.Time, r rate.Limit) rate.Limit {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.setLocked(now, r)
-}
-
-func (p *Pair) setLocked(now time.Time, r rate.Limit) rate.Limit {
-	r = min(max(r, p.cfg.Floor), p.ceiling)
-	if b := p.bucket.Load(); b != nil {
-		b.lim.SetLimitAt(now, r)
-		return r
-	}
-	p.bucket.Store(&Bucket{lim: rate.NewLimiter(r, 1)})
 	return r
 }

@@ -18,72 +18,134 @@ func newLearner(t *testing.T) *Pair {
 	return g.NewPair("x")
 }
 
-func perMinute(r rate.Limit) float64 { return float64(r) * 60 }
+// sec is lt0 plus s seconds.
+func sec(s float64) time.Time { return lt0.Add(time.Duration(s * float64(time.Second))) }
+
+// takes takes from the pair's bucket at each instant and returns how many it was given.
+func takes(p *Pair, at ...time.Time) int {
+	n := 0
+	for _, t := range at {
+		if Take(t, nil, p.Bucket(), nil) {
+			n++
+		}
+	}
+	return n
+}
+
+// every returns n instants from start, step apart.
+func every(start time.Time, step time.Duration, n int) []time.Time {
+	out := make([]time.Time, n)
+	for i := range out {
+		out[i] = start.Add(time.Duration(i) * step)
+	}
+	return out
+}
 
 // TestLimitedLearnsTheWindow: a pair that meets a clock-minute cap of 12 learns it from its second
-// 429 (the first only tells it when the window resets), paced 12 a minute; a 429 while paced slows
-// it by PacedDecrease; RaiseAfter quiet windows raise it by RaiseStep.
+// 429 — the first only says when the window resets — and is then held to 12 per minute, the
+// windows aligned on the resets the origin announced, as fast as it likes within one.
 func TestLimitedLearnsTheWindow(t *testing.T) {
 	p := newLearner(t)
-	at := func(s float64) time.Time { return lt0.Add(time.Duration(s * float64(time.Second))) }
-	// 12 successes in 0…33 s, the 13th meets 429 until the minute's end: nothing counted yet.
-	if r, own := p.Limited(at(40), 20*time.Second, 0); r != rate.Inf || own {
-		t.Fatalf("first Limited = %v, %v; want unpaced, not learned", r, own)
+	if own := p.Limited(sec(40), 20*time.Second, Window{}); !own.IsZero() || p.Bucket() != nil {
+		t.Fatalf("first Limited = %+v, bucket %v; want nothing learned, unpaced", own, p.Bucket())
 	}
 	for i := range 12 {
-		p.Served(at(60 + float64(i)*3)) // the next minute: 12 successes from 60 s
+		p.Served(sec(60 + float64(i)*2)) // the next minute: 12 successes from 60 s
 	}
-	r, own := p.Limited(at(96), 24*time.Second, 0)
-	if !own || perMinute(r) < 11.9 || perMinute(r) > 12.1 {
-		t.Fatalf("second Limited = %.2f/min, own %v; want 12/min learned", perMinute(r), own)
+	own := p.Limited(sec(85), 35*time.Second, Window{})
+	if want := (Window{N: 12, Length: time.Minute}); own != want {
+		t.Fatalf("second Limited learned %+v, want %+v", own, want)
 	}
-	if b := p.Bucket(); b == nil || b.lim.Burst() != 1 {
-		t.Fatalf("bucket %+v, want one of burst 1", b)
+	if got := takes(p, every(sec(100), 0, 3)...); got != 0 {
+		t.Errorf("during the rest the 429 asked for: %d takes given, want 0", got)
 	}
-	r, _ = p.Limited(at(150), 30*time.Second, 0)
-	if want := 12 * PacedDecrease; perMinute(r) < want-0.1 || perMinute(r) > want+0.1 {
-		t.Errorf("a 429 while paced: %.2f/min, want %.2f", perMinute(r), want)
+	if got := takes(p, every(sec(120), 100*time.Millisecond, 20)...); got != 12 {
+		t.Errorf("the next window, 20 takes in 2 s: %d given, want 12", got)
 	}
-	// Quiet for RaiseAfter windows (the longest Retry-After seen: 30 s).
-	p.Served(at(150 + 30*RaiseAfter + 1))
-	if got, want := perMinute(p.Bucket().Limit()), 12*PacedDecrease*(1+RaiseStep); got < want-0.1 || got > want+0.1 {
-		t.Errorf("after %d quiet windows: %.2f/min, want %.2f", RaiseAfter, got, want)
+	if got := takes(p, sec(180)); got != 1 {
+		t.Errorf("the window after: %d given, want 1", got)
 	}
 }
 
-// TestLimitedTakesThePrior: a pair with nothing counted is paced at the origin's prior; without a
-// Retry-After an unpaced pair starts from the prior too.
-func TestLimitedTakesThePrior(t *testing.T) {
+// TestLimitedWhileHeld: a held pair that meets a 429 is re-aligned on the announced reset; it is
+// allowed one less only when the window before ended in a 429 too. RaiseAfter windows without one
+// allow one more.
+func TestLimitedWhileHeld(t *testing.T) {
 	p := newLearner(t)
-	if r, own := p.Limited(lt0, 30*time.Second, rate.Every(5*time.Second)); own || perMinute(r) != 12 {
-		t.Errorf("Limited with prior 12/min = %.2f/min, own %v; want 12/min, not own", perMinute(r), own)
+	p.Limited(sec(0), time.Minute, Window{N: 10, Length: time.Minute}) // the origin's prior
+	if n, _ := p.win.allowance(); n != 10 {
+		t.Fatalf("held to %d per window, want the prior's 10", n)
+	}
+	p.Limited(sec(90), 30*time.Second, Window{})
+	if n, _ := p.win.allowance(); n != 10 {
+		t.Errorf("after one 429 while held: %d per window, want 10 (re-aligned only)", n)
+	}
+	p.Limited(sec(150), 30*time.Second, Window{})
+	if n, _ := p.win.allowance(); n != 9 {
+		t.Errorf("after a second 429 a window later: %d per window, want 9", n)
+	}
+	p.Served(sec(150 + 60*RaiseAfter))
+	if n, _ := p.win.allowance(); n != 10 {
+		t.Errorf("after %d windows without a 429: %d per window, want 10", RaiseAfter, n)
+	}
+}
+
+// TestNatural: window lengths measured from Retry-Afters rounded to whole seconds snap to the
+// lengths sites count over.
+func TestNatural(t *testing.T) {
+	for _, tc := range []struct{ in, want time.Duration }{
+		{61 * time.Second, time.Minute}, {59 * time.Second, time.Minute}, {3601 * time.Second, time.Hour},
+		{10 * time.Second, 10 * time.Second}, {42*time.Second + 300*time.Millisecond, 42 * time.Second},
+		{200 * time.Millisecond, time.Second},
+	} {
+		if got := natural(tc.in); got != tc.want {
+			t.Errorf("natural(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestLimitedWithoutRetryAfter: a 429 without Retry-After cuts an unpaced pair as Cut does, and a
+// held pair is allowed one less.
+func TestLimitedWithoutRetryAfter(t *testing.T) {
+	p := newLearner(t)
+	p.Limited(lt0, 0, Window{})
+	if got := p.Bucket().Limit(); got != DefaultCeiling*DefaultDecrease {
+		t.Errorf("unpaced pair after a 429 without Retry-After: %v, want %v", got, DefaultCeiling*DefaultDecrease)
 	}
 	q := newLearner(t)
-	if r, _ := q.Limited(lt0, 0, rate.Every(10*time.Second)); perMinute(r) != 6 {
-		t.Errorf("Limited without Retry-After, prior 6/min = %.2f/min, want 6", perMinute(r))
+	q.Limited(lt0, time.Minute, Window{N: 5, Length: time.Minute})
+	q.Limited(sec(70), 0, Window{})
+	if n, _ := q.win.allowance(); n != 4 {
+		t.Errorf("held pair after a 429 without Retry-After: %d per window, want 4", n)
 	}
 }
 
-// TestChallengedSlowsOnlyPacedPairs: a challenge page slows a paced pair and leaves an unpaced one
-// unpaced.
-func TestChallengedSlowsOnlyPacedPairs(t *testing.T) {
+// TestChallengedSlowsOnlyCutPairs: a challenge page slows a pair paced by cuts, and leaves alone an
+// unpaced pair and one held to the origin's window.
+func TestChallengedSlowsOnlyCutPairs(t *testing.T) {
 	p := newLearner(t)
 	if r := p.Challenged(lt0); r != rate.Inf || p.Bucket() != nil {
 		t.Errorf("Challenged on an unpaced pair = %v, want unpaced", r)
 	}
-	p.Limited(lt0, 30*time.Second, rate.Every(5*time.Second))
-	if r := p.Challenged(lt0); perMinute(r) < 12*PacedDecrease-0.01 || perMinute(r) > 12*PacedDecrease+0.01 {
-		t.Errorf("Challenged on a paced pair = %.2f/min, want %.2f", perMinute(r), 12*PacedDecrease)
+	p.Limited(lt0, 0, Window{}) // cut to 5/s
+	if r := p.Challenged(lt0); r != 4.5 {
+		t.Errorf("Challenged on a cut pair = %v, want 4.5", r)
+	}
+	q := newLearner(t)
+	q.Limited(lt0, time.Minute, Window{N: 5, Length: time.Minute})
+	q.Challenged(lt0)
+	if n, _ := q.win.allowance(); n != 5 {
+		t.Errorf("Challenged on a held pair: %d per window, want 5", n)
 	}
 }
 
 // TestLearningDisabled: with Adaptive.Disabled nothing is learned.
 func TestLearningDisabled(t *testing.T) {
-	g, _ := New(Limits{Adaptive: Adaptive{Disabled: true}})
+	g, _ := New(Limits{Adaptive: Adaptive{Disabled: true}, PerPair: PerSecond(1, 1)})
 	p := g.NewPair("x")
 	p.Served(lt0)
-	if r, own := p.Limited(lt0.Add(time.Second), 30*time.Second, rate.Every(time.Second)); r != rate.Inf || own || p.Bucket() != nil {
-		t.Errorf("Limited, disabled = %v, %v; want unpaced", r, own)
+	if own := p.Limited(sec(1), 30*time.Second, Window{N: 3, Length: time.Minute}); !own.IsZero() || p.win != nil {
+		t.Errorf("Limited, disabled = %+v, held %v; want nothing", own, p.win != nil)
 	}
 }
 
@@ -98,7 +160,7 @@ func TestNilPair(t *testing.T) {
 	p.Challenged(lt0)
 	p.Cut(lt0)
 	p.Grow(lt0)
-	if r, own := p.Limited(lt0, time.Minute, rate.Every(time.Second)); r != rate.Inf || own || p.Bucket() != nil || p.Throttled() {
-		t.Errorf("nil pair: Limited = %v, %v; want unpaced", r, own)
+	if own := p.Limited(lt0, time.Minute, Window{N: 3, Length: time.Minute}); !own.IsZero() || p.Bucket() != nil || p.Throttled() {
+		t.Errorf("nil pair: Limited = %+v; want nothing", own)
 	}
 }

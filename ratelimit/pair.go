@@ -21,11 +21,12 @@ type Pair struct {
 	bucket atomic.Pointer[Bucket]
 
 	// What the pair learns of the origin's window (learn.go), under mu; Unix nanoseconds.
-	since   int64 // when the current window began: the last Retry-After's end
-	first   int64 // the first success at or after since; 0: none yet
-	sent    int64 // successes from first on
-	window  int64 // the window length the last estimate spanned; 0: none learned
-	learned int64 // when the rate was last learned or raised
+	since   int64         // the last reset a Retry-After announced; 0: none yet
+	sent    int64         // successes since then
+	longest int64         // the longest Retry-After seen
+	learned int64         // when the window was last learned or raised
+	struck  int64         // the last 429 while held to a window
+	win     *windowBudget // the window the pair is held to; nil: none
 }
 
 // Bucket returns the pair's bucket now: nil while the pair runs unthrottled.
@@ -45,7 +46,14 @@ func (p *Pair) Cut(now time.Time) rate.Limit {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.cutLocked(now)
+}
+
+func (p *Pair) cutLocked(now time.Time) rate.Limit {
 	b := p.bucket.Load()
+	if b != nil && b.src != nil {
+		return b.Limit() // held to a window: Limited adjusts it
+	}
 	if b == nil {
 		r := max(p.ceiling*rate.Limit(p.cfg.Decrease), p.cfg.Floor)
 		p.bucket.Store(&Bucket{lim: rate.NewLimiter(r, 1)})
@@ -75,6 +83,9 @@ func (p *Pair) growLocked(now time.Time) rate.Limit {
 	if b == nil {
 		return rate.Inf
 	}
+	if b.src != nil {
+		return b.Limit()
+	}
 	r := b.lim.Limit() + p.ceiling*rate.Limit(p.cfg.Step)
 	if r < p.ceiling {
 		b.lim.SetLimitAt(now, r)
@@ -92,5 +103,5 @@ func (p *Pair) growLocked(now time.Time) rate.Limit {
 // grown back).
 func (p *Pair) Throttled() bool {
 	b := p.Bucket()
-	return b != nil && b.lim.Limit() < p.ceiling
+	return b != nil && b.Limit() < p.ceiling
 }
