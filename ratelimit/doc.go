@@ -28,10 +28,15 @@
 //
 // # Adaptive pace
 //
-// A 429 or a challenge page through a pair cuts that pair's rate to half (never below the floor
-// of one request a minute); each success then adds back a twentieth of the ceiling, until the pair
-// is at its ceiling again (the configured per-pair rate, else the exit's, else 10 requests a
-// second). Multiplicative decrease backs off fast while the site is annoyed; additive increase
-// probes its tolerance slowly — the rule TCP uses for the same problem. Retry-After itself is
-// honoured by the pair's breaker, which stays OPEN at least that long.
+// A pair that meets 429s with Retry-After learns the origin's window from them (Pair.Limited; the
+// rules are in learn.go): how long it is and how many requests it allows, and is then held to that
+// allowance per window, aligned on the resets the origin announced. Package pool keeps what an
+// origin's pairs learned as the first window of its other pairs.
+//
+// A 429 without Retry-After cuts the pair's rate to half (never below the floor of one request a
+// minute); each success then adds back a twentieth of the ceiling, until the pair is at its ceiling
+// again (the configured per-pair rate, else the exit's, else 10 requests a second). Multiplicative
+// decrease backs off fast while the site is annoyed; additive increase probes its tolerance slowly
+// — the rule TCP uses for the same problem. A challenge page slows a pair so paced by a tenth.
+// Retry-After itself is honoured by the pair's breaker, which stays OPEN at least that long.
 package ratelimit
