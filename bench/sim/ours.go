@@ -33,7 +33,7 @@ func OursWith(name string, tune func(*breaker.Settings), opts ...pool.Option) St
 		if err != nil {
 			return nil, nil, err
 		}
-		r := &poolRouter{env: env, p: p, exit: make(map[string]int, len(env.Exits)), origins: make([]string, env.Scenario.Origins)}
+		r := &poolRouter{env: env, p: p, exit: make(map[string]int, len(env.Exits)), origins: make([]string, len(env.Scenario.Origins))}
 		for e, x := range env.Exits {
 			r.exit[x.Label()] = e
 		}
@@ -70,17 +70,18 @@ type poolRouter struct {
 // attempt is over, as a Transport does when the response (or the error) arrives. A refused pick is
 // the pool's error, for the worker to wait on. The pool never waits for a token here: it has no
 // rate limits, or they fail fast, so a pick never sleeps on the simulation's clock.
-func (r *poolRouter) Route(w, o int) error {
-	lease, err := r.p.PickAt(context.Background(), r.env.Clock.Now(), pool.Request{Origin: r.origins[o]})
+func (r *poolRouter) Route(w int, q Request) error {
+	lease, err := r.p.PickAt(context.Background(), r.env.Clock.Now(), pool.Request{Origin: r.origins[q.Origin]})
 	if err != nil {
 		return err
 	}
-	res, ok := r.env.Send(w, r.exit[lease.Exit().Label()], o)
+	res, ok := r.env.Send(w, r.exit[lease.Exit().Label()], q)
 	if !ok {
 		lease.Release() // the run ended during the attempt: it has no outcome
 		return nil
 	}
-	lease.ReportAt(r.env.Clock.Now(), Verdict(res))
+	now := r.env.Clock.Now()
+	lease.ReportAt(now, Verdict(res, now))
 	return nil
 }
 

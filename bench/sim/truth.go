@@ -1,120 +1,72 @@
-// Package sim plays a pool of proxy exits against a seeded ground truth on a virtual clock, and
-// compares routing strategies by what they get done.
-//
-//	worker → Router.Route → picks an exit → Env.Send → Truth decides status/error and latency
-//	       → the worker is busy for that simulated latency → (ours: Lease.ReportAt(Verdict)) → next event
-//
-// Ours drives a pool.Pool through its public API, with no HTTP in between: Pool.PickAt on the
-// simulation's clock, then Lease.ReportAt with the verdict transport.DefaultClassifier would give
-// the outcome (Verdict). The peers choose exits by their own rules.
-//
-// No sleeps: a discrete-event loop advances a clock.Fake to the earliest worker event and lets
-// exactly one worker goroutine run at a time, so a run is deterministic for its seed.
 package sim
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
-// Kind is what an exit is, in the ground truth.
-type Kind uint8
+// Answer is what the ground truth answers one attempt.
+type Answer uint8
 
-// The kinds of exits.
+// The answers.
 const (
-	Healthy  Kind = iota // rate-capped per origin, sometimes banned per origin for a while
-	Dead                 // its gateway refuses connections: every attempt is refused at once
-	AuthFail             // it answers every request 407
-	Flaky                // like Healthy, but each attempt times out with probability FlakyTimeout
+	OK          Answer = iota // 200, the page
+	Challenge                 // a ban: Cloudflare's challenge page (403)
+	Banned403                 // a ban: a plain 403 for this exit, while the origin serves the others
+	Site403                   // the origin's own 403 for a path it forbids to everyone: not a ban
+	RateLimited               // 429, over the origin's cap for this exit
+	ProxyAuth                 // 407 from the exit's proxy
+	ProxyDenied               // the exit's proxy refuses this origin by ACL (squid's ERR_ACCESS_DENIED)
+	Timeout                   // no response headers in time (a flaky exit)
+	Refused                   // the exit's gateway refuses the connection (a dead exit)
+	SlowBody                  // 200 whose body trickles until the body pace rule cuts it
+	numAnswers
 )
 
-var kindNames = [...]string{"healthy", "dead", "auth", "flaky"}
+var answerNames = [...]string{"200", "challenge page", "plain 403 (ban)", "plain 403 (the site's)", "429",
+	"407", "proxy ACL denial", "timeout", "refused", "slow body"}
 
-func (k Kind) String() string { return kindNames[k] }
-
-// Scenario is the ground truth's shape. Durations are simulated time.
-type Scenario struct {
-	Seed     uint64
-	Duration time.Duration // simulated time of a run
-	Workers  int           // concurrent requests
-	Exits    int
-	Origins  int
-	Dead     int // exits of each kind; the rest are Healthy
-	Auth     int
-	Flaky    int
-	// FlakyTimeout is the probability that an attempt through a Flaky exit times out (any origin).
-	FlakyTimeout float64
-	// RatePerMinute caps each (exit, origin) pair: requests beyond it in a clock minute get 429
-	// with Retry-After until the minute ends.
-	RatePerMinute int
-	// BansPerHour is the mean number of ban episodes a Healthy or Flaky pair suffers an hour; an
-	// episode lasts BanMin..BanMax, during which the origin answers a challenge page (403).
-	BansPerHour    float64
-	BanMin, BanMax time.Duration
-	// Timeout is what a timed-out attempt costs its worker (the client's header timeout).
-	Timeout time.Duration
-	// LatencyMin..LatencyMax is the latency of an attempt that reached the origin.
-	LatencyMin, LatencyMax time.Duration
-	// MaxRefusalWait caps how long a worker waits after its strategy refused to send (no exit
-	// ready) before it takes its next request, whatever RetryIn said: a refusal costs no network
-	// time, and a crawler with a queue of URLs over many origins moves on. At least 100 ms.
-	MaxRefusalWait time.Duration
-}
-
-// DefaultScenario is the scenario RESULTS.md reports: 3 simulated hours, 48 workers, 40 exits
-// (4 dead, 2 failing auth, 8 flaky), 8 origins each capping an exit at 12 requests a minute.
-func DefaultScenario() Scenario {
-	return Scenario{
-		Seed: 1, Duration: 3 * time.Hour, Workers: 48, Exits: 40, Origins: 8,
-		Dead: 4, Auth: 2, Flaky: 8, FlakyTimeout: 0.3, RatePerMinute: 12,
-		BansPerHour: 0.5, BanMin: 10 * time.Minute, BanMax: 40 * time.Minute,
-		Timeout: 15 * time.Second, LatencyMin: 200 * time.Millisecond, LatencyMax: time.Second,
-		MaxRefusalWait: time.Second,
-	}
-}
-
-// Epoch is the simulated instant a run starts at.
-var Epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// Window is a half-open interval [From, To) of simulated time.
-type Window struct{ From, To time.Time }
+func (a Answer) String() string { return answerNames[a] }
 
 // Result is the ground truth's answer to one attempt.
 type Result struct {
-	Status     int           // 200, 403 (challenge), 407, 429; 0 when Err is set
-	Err        ErrKind       // ErrNone, ErrTimeout, ErrRefused
+	Answer     Answer
 	Latency    time.Duration // how long the worker is busy with the attempt
-	RetryAfter time.Duration // with a 429
+	RetryAfter time.Duration // with a 429 from an origin that sends Retry-After
+	HTTPS      bool          // the attempt went through a CONNECT tunnel
 }
 
 // OK reports whether the attempt succeeded.
-func (r Result) OK() bool { return r.Err == ErrNone && r.Status == 200 }
+func (r Result) OK() bool { return r.Answer == OK }
 
-// ErrKind is a failure without a response.
-type ErrKind uint8
+// Served reports whether the attempt got the origin's own answer to the request: the page, or the
+// 403 the origin gives everyone for a path it forbids.
+func (r Result) Served() bool { return r.Answer == OK || r.Answer == Site403 }
 
-// The failures without a response.
-const (
-	ErrNone ErrKind = iota
-	ErrTimeout
-	ErrRefused
-)
-
-// Truth is the seeded ground truth: which exits are what, when pairs are banned, and how many
-// requests each pair has taken in the current minute. It is not safe for concurrent use; the
-// simulation runs one worker at a time.
+// Truth is the seeded ground truth: which exits are what, when pairs are banned or slow, which
+// pairs a proxy refuses, when the workload bursts, and how many requests each pair has sent in
+// the origin's window. It is not safe for concurrent use; the simulation runs one worker at a time.
 type Truth struct {
 	sc     Scenario
+	no     int // origins
 	kinds  []Kind
-	bans   [][]Window // by pair index e*Origins+o, sorted
-	minute []int64    // by pair: the minute the count belongs to
-	count  []int      // by pair: requests that reached the origin in that minute
+	bans   [][]Window    // by pair index e*no+o, sorted
+	stalls [][]Window    // by pair, sorted
+	denied []bool        // by pair
+	bursts []Burst       // sorted
+	minute []int64       // by pair, clock-minute caps: the minute the count belongs to
+	count  []int         // by pair: requests that reached the origin in that minute
+	log    [][]time.Time // by pair, sliding caps: the last Cap accepted requests, a ring
+	head   []int         // by pair: the oldest entry of a full ring
 }
 
-// NewTruth draws the ground truth of sc from sc.Seed.
+// NewTruth draws the ground truth of sc from sc.Seed. Each kind of episode draws from its own
+// stream, so that the round-1 world's exits and bans are those it always had.
 func NewTruth(sc Scenario) *Truth {
 	r := rand.New(rand.NewPCG(sc.Seed, 0x7275746800000000))
-	g := &Truth{sc: sc, kinds: make([]Kind, sc.Exits)}
+	no := len(sc.Origins)
+	g := &Truth{sc: sc, no: no, kinds: make([]Kind, sc.Exits)}
 	// Kinds are dealt to a shuffled order so that exit indices say nothing.
 	order := r.Perm(sc.Exits)
 	for i, e := range order {
@@ -127,89 +79,204 @@ func NewTruth(sc Scenario) *Truth {
 			g.kinds[e] = Flaky
 		}
 	}
-	n := sc.Exits * sc.Origins
-	g.bans = make([][]Window, n)
-	g.minute = make([]int64, n)
-	g.count = make([]int, n)
-	hours := sc.Duration.Hours()
-	for p := range n {
-		if k := g.kinds[p/sc.Origins]; k == Dead || k == AuthFail || sc.BansPerHour <= 0 {
-			continue
-		}
-		// Poisson arrivals of episodes; an episode starting inside another extends nothing.
-		at := time.Duration(0)
-		for {
-			at += time.Duration(r.ExpFloat64() / sc.BansPerHour * float64(time.Hour))
-			if at >= sc.Duration || hours == 0 {
-				break
-			}
-			d := sc.BanMin + time.Duration(r.Int64N(int64(sc.BanMax-sc.BanMin)+1))
-			w := Window{Epoch.Add(at), Epoch.Add(at + d)}
-			g.bans[p] = append(g.bans[p], w)
-			at += d
+	n := sc.Exits * no
+	g.bans, g.stalls, g.denied = make([][]Window, n), make([][]Window, n), make([]bool, n)
+	g.minute, g.count = make([]int64, n), make([]int, n)
+	g.log, g.head = make([][]time.Time, n), make([]int, n)
+
+	// Proxy denials: Denials healthy exits, one origin each.
+	rd := rand.New(rand.NewPCG(sc.Seed, 0x64656e79000000))
+	var healthy []int
+	for e, k := range g.kinds {
+		if k == Healthy {
+			healthy = append(healthy, e)
 		}
 	}
+	rd.Shuffle(len(healthy), func(i, j int) { healthy[i], healthy[j] = healthy[j], healthy[i] })
+	for _, e := range healthy[:min(sc.Denials, len(healthy))] {
+		g.denied[e*no+rd.IntN(no)] = true
+	}
+
+	// A pair the origin hears from (its proxy works and lets it through) can be banned or slow.
+	reaches := func(p int) bool {
+		k := g.kinds[p/no]
+		return (k == Healthy || k == Flaky) && !g.denied[p]
+	}
+	for p := range n {
+		if reaches(p) {
+			g.bans[p] = episodes(r, sc.Duration, sc.BansPerHour, sc.BanBands)
+		}
+	}
+	rs := rand.New(rand.NewPCG(sc.Seed, 0x736c6f77000000))
+	stall := []BanBand{{1, sc.StallMin, sc.StallMax}}
+	for p := range n {
+		if reaches(p) {
+			g.stalls[p] = episodes(rs, sc.Duration, sc.StallsPerHour, stall)
+		}
+	}
+	rb := rand.New(rand.NewPCG(sc.Seed, 0x6275727374000000))
+	for _, w := range episodes(rb, sc.Duration, sc.BurstsPerHour, []BanBand{{1, sc.BurstMin, sc.BurstMax}}) {
+		g.bursts = append(g.bursts, Burst{Window: w, Origin: rb.IntN(no)})
+	}
 	return g
+}
+
+// episodes draws Poisson arrivals at perHour over d, each lasting a length drawn from bands (by
+// weight; a single band draws no band); an episode starting inside another extends nothing.
+func episodes(r *rand.Rand, d time.Duration, perHour float64, bands []BanBand) []Window {
+	if perHour <= 0 || d <= 0 || len(bands) == 0 {
+		return nil
+	}
+	var total float64
+	for _, b := range bands {
+		total += b.Weight
+	}
+	var ws []Window
+	at := time.Duration(0)
+	for {
+		at += time.Duration(r.ExpFloat64() / perHour * float64(time.Hour))
+		if at >= d {
+			return ws
+		}
+		b := bands[0]
+		if len(bands) > 1 {
+			x := r.Float64() * total
+			for _, b = range bands {
+				if x -= b.Weight; x < 0 {
+					break
+				}
+			}
+		}
+		l := b.Min + time.Duration(r.Int64N(int64(b.Max-b.Min)+1))
+		ws = append(ws, Window{Epoch.Add(at), Epoch.Add(at + l)})
+		at += l
+	}
 }
 
 // Kind returns exit e's kind.
 func (g *Truth) Kind(e int) Kind { return g.kinds[e] }
 
+// Origin returns origin o's traits.
+func (g *Truth) Origin(o int) Origin { return g.sc.Origins[o] }
+
 // Bans returns the ban episodes of pair (e, o), sorted.
-func (g *Truth) Bans(e, o int) []Window { return g.bans[e*g.sc.Origins+o] }
+func (g *Truth) Bans(e, o int) []Window { return g.bans[e*g.no+o] }
+
+// Stalls returns the slow-body episodes of pair (e, o), sorted.
+func (g *Truth) Stalls(e, o int) []Window { return g.stalls[e*g.no+o] }
+
+// Denied reports whether exit e's proxy refuses origin o.
+func (g *Truth) Denied(e, o int) bool { return g.denied[e*g.no+o] }
 
 // Banned reports whether pair (e, o) is banned at now.
-func (g *Truth) Banned(e, o int, now time.Time) bool {
-	for _, w := range g.Bans(e, o) {
-		if !now.Before(w.From) && now.Before(w.To) {
-			return true
+func (g *Truth) Banned(e, o int, now time.Time) bool { return within(g.Bans(e, o), now) }
+
+// Stalled reports whether pair (e, o) is in a slow-body episode at now.
+func (g *Truth) Stalled(e, o int, now time.Time) bool { return within(g.Stalls(e, o), now) }
+
+func within(ws []Window, now time.Time) bool {
+	i, _ := slices.BinarySearchFunc(ws, now, func(w Window, t time.Time) int {
+		if !w.To.After(t) {
+			return -1
 		}
-	}
-	return false
+		return 1
+	})
+	return i < len(ws) && ws[i].Contains(now)
 }
 
-// Peek returns what an attempt through exit e to origin o at now would get, without counting it.
+// Peek returns what an attempt through exit e for q at now would get, without counting it.
 // Send at the same instant gets the same answer.
-func (g *Truth) Peek(e, o int, now time.Time) Result { return g.answer(e, o, now, false) }
+func (g *Truth) Peek(e int, q Request, now time.Time) Result { return g.answer(e, q, now, false) }
 
-// Send plays an attempt through exit e to origin o at now, counting it against the pair's rate.
-func (g *Truth) Send(e, o int, now time.Time) Result { return g.answer(e, o, now, true) }
+// Send plays an attempt through exit e for q at now, counting it against the pair's cap.
+func (g *Truth) Send(e int, q Request, now time.Time) Result { return g.answer(e, q, now, true) }
 
-func (g *Truth) answer(e, o int, now time.Time, count bool) Result {
+func (g *Truth) answer(e int, q Request, now time.Time, count bool) Result {
+	o := q.Origin
+	org := g.sc.Origins[o]
 	h := mix(g.sc.Seed ^ mix(uint64(e)<<32|uint64(o)) ^ mix(uint64(now.UnixNano())))
 	span := int64(g.sc.LatencyMax - g.sc.LatencyMin)
 	lat := g.sc.LatencyMin
 	if span > 0 {
 		lat += time.Duration(h % uint64(span+1))
 	}
+	res := func(a Answer, l time.Duration) Result { return Result{Answer: a, Latency: l, HTTPS: org.HTTPS} }
 	switch g.kinds[e] {
 	case Dead:
-		return Result{Err: ErrRefused, Latency: 2 * time.Millisecond}
+		return res(Refused, 2*time.Millisecond)
 	case AuthFail:
-		return Result{Status: 407, Latency: 50 * time.Millisecond}
+		return res(ProxyAuth, 50*time.Millisecond)
 	case Flaky:
 		if float64(mix(h)>>11)/(1<<53) < g.sc.FlakyTimeout {
-			return Result{Err: ErrTimeout, Latency: g.sc.Timeout}
+			return res(Timeout, g.sc.Timeout)
 		}
 	}
-	if g.Banned(e, o, now) {
-		return Result{Status: 403, Latency: lat}
+	p := e*g.no + o
+	if g.denied[p] {
+		return res(ProxyDenied, 50*time.Millisecond)
 	}
-	p := e*g.sc.Origins + o
-	m := now.Sub(Epoch).Milliseconds() / 60000
-	c := g.count[p]
-	if g.minute[p] != m {
-		c = 0
+	if g.Banned(e, o, now) {
+		if org.PlainBans {
+			return res(Banned403, lat)
+		}
+		return res(Challenge, lat)
+	}
+	if ra, over := g.overCap(p, org, now, count); over {
+		r := res(RateLimited, lat/4)
+		if !org.NoRetryAfter {
+			r.RetryAfter = (ra + time.Second - 1).Truncate(time.Second) // whole seconds, rounded up
+		}
+		return r
+	}
+	if q.Forbidden {
+		return res(Site403, lat)
+	}
+	if g.Stalled(e, o, now) {
+		return res(SlowBody, lat+g.sc.StallTimeout)
+	}
+	return res(OK, lat)
+}
+
+// overCap reports whether pair p's request at now is over its origin's cap, and how long until it
+// would not be; count records the request (a clock-minute cap counts every request that reaches
+// the origin, a sliding one those it accepted).
+func (g *Truth) overCap(p int, org Origin, now time.Time, count bool) (time.Duration, bool) {
+	if org.Cap <= 0 {
+		return 0, false
+	}
+	if !org.Sliding {
+		m := now.Sub(Epoch).Milliseconds() / 60000
+		c := g.count[p]
+		if g.minute[p] != m {
+			c = 0
+		}
+		if count {
+			g.minute[p], g.count[p] = m, c+1
+		}
+		if c >= org.Cap {
+			return Epoch.Add(time.Duration(m+1) * time.Minute).Sub(now), true
+		}
+		return 0, false
+	}
+	ring := g.log[p]
+	if len(ring) == org.Cap {
+		oldest := ring[g.head[p]]
+		if left := oldest.Add(time.Minute).Sub(now); left > 0 {
+			return left, true
+		}
+		if count {
+			ring[g.head[p]] = now
+			g.head[p] = (g.head[p] + 1) % org.Cap
+		}
+		return 0, false
 	}
 	if count {
-		g.minute[p], g.count[p] = m, c+1
+		if ring == nil {
+			ring = make([]time.Time, 0, org.Cap)
+		}
+		g.log[p] = append(ring, now)
 	}
-	if c >= g.sc.RatePerMinute {
-		end := Epoch.Add(time.Duration(m+1) * time.Minute)
-		ra := (end.Sub(now) + time.Second - 1).Truncate(time.Second) // whole seconds, rounded up
-		return Result{Status: 429, Latency: lat / 4, RetryAfter: ra}
-	}
-	return Result{Status: 200, Latency: lat}
+	return 0, false
 }
 
 // mix is splitmix64's finaliser: a fixed, well-spread hash of x.

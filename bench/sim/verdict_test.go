@@ -1,66 +1,22 @@
 package sim
 
 import (
+	"context"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
-// onTheWire is what a real exit would hand a Transport for the result r at now: the response, or
-// the error net/http returns.
-func onTheWire(t *testing.T, r Result, now time.Time) *transport.Attempt {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+OriginKey(0)+"/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &transport.Attempt{Request: req, Exit: pool.MustParseExit("http://127.0.0.1:20000"), Origin: OriginKey(0), Now: now}
-	switch r.Err {
-	case ErrTimeout: // the response headers did not come in time
-		a.Err = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
-		return a
-	case ErrRefused: // nothing listens at the proxy's address
-		a.Err = &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
-		return a
-	}
-	resp := &http.Response{
-		StatusCode: r.Status, Status: strconv.Itoa(r.Status) + " " + http.StatusText(r.Status),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{}, Request: req,
-	}
-	body := "ok"
-	switch r.Status {
-	case 429:
-		resp.Header.Set("Retry-After", strconv.Itoa(int(r.RetryAfter/time.Second)))
-		body = "slow down"
-	case 403: // a ban: Cloudflare's challenge page
-		resp.Header.Set("Server", "cloudflare")
-		resp.Header.Set("Cf-Mitigated", "challenge")
-		resp.Header.Set("Content-Type", "text/html; charset=utf-8")
-		body = "<html><title>Just a moment...</title></html>"
-	case 407:
-		body = "proxy auth required"
-	}
-	resp.Body = io.NopCloser(strings.NewReader(body))
-	resp.ContentLength = int64(len(body))
-	a.Response = resp
-	return a
-}
-
-// answers collects every distinct answer the default scenario's ground truth gives (latency aside):
-// each pair over its cap within a minute, and every exit to every origin across the run, bans
-// included.
+// answers collects every distinct result the worlds' ground truths give (latency aside): each
+// pair over its cap within a minute, and every exit to every origin across the run, for both
+// paths, bans, denials and slow bodies included.
 func answers() []Result {
-	sc := DefaultScenario()
-	g := NewTruth(sc)
 	seen := map[Result]bool{}
 	var rs []Result
 	add := func(r Result) {
@@ -70,44 +26,146 @@ func answers() []Result {
 			rs = append(rs, r)
 		}
 	}
-	for e := range sc.Exits {
-		for o := range sc.Origins {
-			for i := range sc.RatePerMinute + 2 {
-				add(g.Send(e, o, Epoch.Add(time.Duration(i)*time.Second)))
-			}
-			for at := Epoch.Add(time.Hour); at.Before(Epoch.Add(sc.Duration)); at = at.Add(97 * time.Second) {
-				add(g.Peek(e, o, at))
+	for _, sc := range []Scenario{Round1World(), Round2World(1)} {
+		g := NewTruth(sc)
+		for e := range sc.Exits {
+			for o := range sc.Origins {
+				for _, forbidden := range []bool{false, true} {
+					q := Request{Origin: o, Forbidden: forbidden && sc.Origins[o].ForbiddenShare > 0}
+					for i := range 62 {
+						add(g.Send(e, q, at(i, time.Second)))
+					}
+					for t := Epoch.Add(time.Hour); t.Before(Epoch.Add(sc.Duration)); t = t.Add(97 * time.Second) {
+						add(g.Peek(e, q, t))
+					}
+				}
 			}
 		}
 	}
 	return rs
 }
 
-// TestVerdictMatchesClassifier checks that Verdict gives every answer of the ground truth the
-// verdict transport.DefaultClassifier gives the response or error a real exit would produce: the
-// simulation drives the pool as the Transport would.
-func TestVerdictMatchesClassifier(t *testing.T) {
-	now := Epoch.Add(90 * time.Second)
-	kinds := map[string]bool{}
-	for i, r := range answers() {
-		want := transport.DefaultClassifier.Classify(onTheWire(t, r, now))
-		if got := Verdict(r); got != want {
-			t.Errorf("step %d: Verdict(%+v) = %+v, want %+v (DefaultClassifier)", i, r, got, want)
-		}
-		kinds[strconv.Itoa(r.Status)+"/"+strconv.Itoa(int(r.Err))] = true
+// TestWorldsGiveEveryAnswer checks that the worlds give every answer Verdict knows, in each of
+// the forms Judgements lists, so that the checks below cover what the runs report.
+func TestWorldsGiveEveryAnswer(t *testing.T) {
+	type form struct {
+		a      Answer
+		https  bool
+		withRA bool
 	}
-	for _, k := range []string{"200/0", "403/0", "407/0", "429/0", "0/1", "0/2"} {
-		if !kinds[k] {
-			t.Errorf("the ground truth never answered %s (status/ErrKind): the check above did not cover it", k)
+	got := map[form]bool{}
+	for _, r := range answers() {
+		f := form{a: r.Answer, withRA: r.RetryAfter > 0}
+		if r.Answer == ProxyAuth || r.Answer == ProxyDenied {
+			f.https = r.HTTPS
+		}
+		got[f] = true
+	}
+	for _, j := range Judgements() {
+		f := form{a: j.Result.Answer, https: j.Result.HTTPS, withRA: j.Result.RetryAfter > 0}
+		if !got[f] {
+			t.Errorf("no world answers %v (https %v, Retry-After %v): its judgement is never used", f.a, f.https, f.withRA)
+		}
+	}
+	for a := range numAnswers {
+		found := false
+		for _, j := range Judgements() {
+			found = found || j.Result.Answer == a
+		}
+		if !found {
+			t.Errorf("Judgements lists no %v", a)
 		}
 	}
 }
 
-func TestVerdictPanicsOnUnknownStatus(t *testing.T) {
+// recorder is an Observer that keeps the last verdict.
+type recorder struct {
+	transport.NopObserver
+	mu sync.Mutex
+	v  pool.Verdict
+	n  int
+}
+
+func (r *recorder) AttemptFinished(_ context.Context, a transport.AttemptResult) {
+	r.mu.Lock()
+	r.v, r.n = a.Verdict, r.n+1
+	r.mu.Unlock()
+}
+
+// TestVerdictMatchesTransport checks that Verdict judges every form of every answer as a real
+// transport.Transport does when its exit's base transport hands it what onTheWire builds: the
+// verdict its observer hears, once the caller has read the body. So driving the pool directly
+// judges every answer as the Transport over a real network would, whatever the classifier's rules.
+func TestVerdictMatchesTransport(t *testing.T) {
+	now := Epoch.Add(90 * time.Second)
+	for i, j := range Judgements() {
+		r := j.Result
+		p, err := pool.New(pool.WithExits(wireExit), pool.WithClock(clock.NewFake(now)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &recorder{}
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) { return onTheWire(r, req) })
+		tr, err := transport.New(p, transport.WithBase(base), transport.WithObserver(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := tr.RoundTrip(wireRequest(r))
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		tr.Close()
+		p.Close()
+		rec.mu.Lock()
+		got, n := rec.v, rec.n
+		rec.mu.Unlock()
+		if n != 1 {
+			t.Errorf("step %d (%v): the Transport reported %d verdicts, want 1", i, r, n)
+			continue
+		}
+		if want := Verdict(r, now); got != want {
+			t.Errorf("step %d: Verdict(%+v) = %+v, want %+v (a transport.Transport's)", i, r, want, got)
+		}
+		if j.Verdict != Verdict(r, Epoch) {
+			t.Errorf("step %d: Judgements gives %+v, Verdict %+v", i, j.Verdict, Verdict(r, Epoch))
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestVerdictWorld checks what the ground truth means, whatever the classifier's rules: a page is
+// a success; the failures of an exit (dead, failing auth, flaky, slow) are not; a proxy denial
+// blames no more than the pair, since the proxy serves other origins; and a plain 403 reads the
+// same whether it is a ban or the site's answer, since only other exits' answers tell them apart.
+func TestVerdictWorld(t *testing.T) {
+	v := func(a Answer, https bool) pool.Verdict { return Verdict(Result{Answer: a, HTTPS: https}, Epoch) }
+	if got := v(OK, false); got.Outcome != pool.Success {
+		t.Errorf("Verdict(OK) = %+v, want a success", got)
+	}
+	for _, a := range []Answer{Refused, ProxyAuth, Timeout, SlowBody, Challenge, RateLimited} {
+		if got := v(a, false); got.Outcome == pool.Success || got.Outcome == pool.Neutral {
+			t.Errorf("Verdict(%v) = %+v, want a failure", a, got)
+		}
+	}
+	for _, https := range []bool{false, true} {
+		if got := v(ProxyDenied, https); got.Outcome == pool.Success || got.Scope != pool.ScopePair {
+			t.Errorf("Verdict(ProxyDenied, https %v) = %+v, want a failure of the pair", https, got)
+		}
+		if b, s := v(Banned403, https), v(Site403, https); b != s {
+			t.Errorf("Verdict(Banned403, https %v) = %+v, Verdict(Site403) = %+v: want the same", https, b, s)
+		}
+	}
+}
+
+func TestVerdictPanicsOnUnknownAnswer(t *testing.T) {
 	defer func() {
 		if recover() == nil {
-			t.Errorf("Verdict(Result{Status: 418}) did not panic, want a panic: an answer nobody judged")
+			t.Errorf("Verdict(Result{Answer: numAnswers}) did not panic, want a panic: an answer nobody judged")
 		}
 	}()
-	Verdict(Result{Status: 418})
+	Verdict(Result{Answer: numAnswers}, Epoch)
 }

@@ -1,0 +1,447 @@
+package main
+
+import (
+	"fmt"
+	"log"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/bench/sim"
+	"github.com/proxybreaker/proxybreaker/pool"
+)
+
+// simConfig is what the simulation runs: the flags of -only sim, which the whole run takes too.
+type simConfig struct {
+	seeds, worlds, strategies string
+	duration                  time.Duration
+	parallel                  int
+	brief                     bool
+}
+
+// strategyTable names the strategies for -strategies, in the report's order; the oracle comes last
+// in every world.
+var strategyTable = []struct {
+	name string
+	new  func() sim.Strategy
+}{
+	{"ours", sim.Ours},
+	{"ours-reset", sim.OursResetOnClose},
+	{"ours-paced", func() sim.Strategy { return sim.OursPaced(12) }},
+	{"round-robin", sim.RoundRobin},
+	{"random", sim.Random},
+	{"per-exit", sim.PerExitBreaker},
+	{"per-pair", sim.PerPairBreaker},
+}
+
+func strategyNames() []string {
+	var ns []string
+	for _, s := range strategyTable {
+		ns = append(ns, s.name)
+	}
+	return ns
+}
+
+// worldResult is one world's runs: ms by strategy, the oracle last.
+type worldResult struct {
+	sc    sim.Scenario
+	stats sim.TruthStats
+	ms    []sim.Metrics
+}
+
+func (w *worldResult) oracle() sim.Metrics { return w.ms[len(w.ms)-1] }
+
+type simResults struct {
+	round1  *worldResult
+	sens    *sim.Metrics // ours (defaults) in the round-1 world with workers honouring RetryIn up to 30 s
+	round2  []worldResult
+	partial bool // fewer seeds, strategies or simulated time than the full report
+	brief   bool // the figures alone: targets and tables, no descriptions
+	runs    int
+	par     int
+	elapsed time.Duration
+}
+
+func runSim(cfg simConfig) (*simResults, error) {
+	var sts []sim.Strategy
+	if cfg.strategies == "all" {
+		for _, s := range strategyTable {
+			sts = append(sts, s.new())
+		}
+	} else {
+		for _, name := range strings.Split(cfg.strategies, ",") {
+			found := false
+			for _, s := range strategyTable {
+				if s.name == strings.TrimSpace(name) {
+					sts, found = append(sts, s.new()), true
+				}
+			}
+			if !found && strings.TrimSpace(name) != "oracle" {
+				return nil, fmt.Errorf("-strategies: unknown %q (want %s, or all)", name, strings.Join(strategyNames(), ", "))
+			}
+		}
+	}
+	sts = append(sts, sim.Oracle())
+	res := &simResults{par: cfg.parallel, brief: cfg.brief, partial: len(sts) < len(strategyTable)+1 || cfg.duration != 0}
+	var worlds []*worldResult
+	for _, w := range strings.Split(cfg.worlds, ",") {
+		switch strings.TrimSpace(w) {
+		case "round-1":
+			res.round1 = &worldResult{sc: sim.Round1World()}
+			worlds = append(worlds, res.round1)
+		case "round-2":
+			for _, f := range strings.Split(cfg.seeds, ",") {
+				seed, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("-seeds: %w", err)
+				}
+				res.round2 = append(res.round2, worldResult{sc: sim.Round2World(seed)})
+			}
+			if cfg.seeds != "1,2,3,4,5" {
+				res.partial = true
+			}
+		default:
+			return nil, fmt.Errorf("-worlds: unknown %q (want round-1, round-2)", w)
+		}
+	}
+	if res.round1 == nil || len(res.round2) == 0 {
+		res.partial = true
+	}
+	for i := range res.round2 {
+		worlds = append(worlds, &res.round2[i])
+	}
+	var jobs []sim.Job
+	for _, w := range worlds {
+		if cfg.duration > 0 {
+			w.sc.Duration = cfg.duration
+		}
+		w.stats = sim.NewTruth(w.sc).Stats()
+		for _, st := range sts {
+			jobs = append(jobs, sim.Job{Scenario: w.sc, Strategy: st})
+		}
+	}
+	sens := res.round1 != nil && sts[0].Name == sim.Ours().Name
+	if sens {
+		sc := res.round1.sc
+		sc.MaxRefusalWait = 30 * time.Second
+		jobs = append(jobs, sim.Job{Scenario: sc, Strategy: sim.Ours()})
+	}
+	start := time.Now()
+	log.Printf("simulation: %d runs, %d at a time", len(jobs), cfg.parallel)
+	ms, err := sim.RunAll(jobs, cfg.parallel)
+	if err != nil {
+		return nil, err
+	}
+	res.elapsed, res.runs = time.Since(start), len(jobs)
+	log.Printf("simulation: %v", res.elapsed.Round(time.Second))
+	for i, w := range worlds {
+		w.ms = ms[i*len(sts) : (i+1)*len(sts)]
+	}
+	if sens {
+		res.sens = &ms[len(ms)-1]
+	}
+	return res, nil
+}
+
+// merged is the round-2 world's runs of each strategy over every seed, as one.
+func (res *simResults) merged() []sim.Metrics {
+	if len(res.round2) == 0 {
+		return nil
+	}
+	out := make([]sim.Metrics, len(res.round2[0].ms))
+	for i := range out {
+		out[i].Strategy = res.round2[0].ms[i].Strategy
+		for _, w := range res.round2 {
+			out[i].Add(w.ms[i])
+		}
+	}
+	return out
+}
+
+// chart is what the chart shows: the round-2 world over every seed, or the round-1 world alone.
+func (res *simResults) chart() (string, []sim.Metrics) {
+	if m := res.merged(); m != nil {
+		return fmt.Sprintf("round-2 world, %d seeds", len(res.round2)), m
+	}
+	return "round-1 world", res.round1.ms
+}
+
+func writeSim(p func(string, ...any), res *simResults) {
+	p("## Pool simulation\n\n")
+	if res.brief {
+		p("Brief: %d runs, %d at a time, in %v.\n\n", res.runs, res.par, res.elapsed.Round(time.Second))
+		if len(res.round2) > 0 {
+			writeRound2(p, res)
+		}
+		if res.round1 != nil {
+			writeRound1(p, res)
+		}
+		return
+	}
+	p("![goodput and wasted attempts per strategy](chart.svg)\n\n")
+	if res.partial {
+		p("**A partial run** (`-only sim` narrowed by -seeds, -worlds, -strategies or -duration): not the report's full set.\n\n")
+	}
+	p("Ours drives `pool.Pool` through its public API, with no HTTP in between and every setting at its default (the idle TTL included): `PickAt` at the simulated instant (`clock.Fake`), the simulated world decides the answer, and `Lease.ReportAt` gets the verdict `transport.DefaultClassifier` gives the response or error a real exit would have produced for it (`sim.Verdict` builds them — status, headers, body, net/http's errors, the CONNECT answer through a tunnel — and asks the classifier of this build; a test checks every answer against a real `transport.Transport`). `pool.WithSeed` (drawn from the strategy's seeded source) and `pool.WithInlineSweep` keep a run deterministic. The peers choose exits by their own rules; the oracle knows the ground truth, every episode included, sends only through an exit that will be served and never wastes an attempt. A refused request (no exit ready) makes its worker wait RetryIn, at most the world's limit, then take its next request.\n\n")
+	p("Simulation: %d runs, %d at a time, in %v.\n\n", res.runs, res.par, res.elapsed.Round(time.Second))
+	writeJudgements(p)
+	if len(res.round2) > 0 {
+		writeRound2(p, res)
+	}
+	if res.round1 != nil {
+		writeRound1(p, res)
+	}
+}
+
+// writeJudgements is the table of how this build's classifier judges each answer.
+func writeJudgements(p func(string, ...any)) {
+	p("### How this build's classifier judges each answer\n\n")
+	p("Generated at run time by `sim.Judgements` (the verdict before the pool's own judgement at `ReportAt`).\n\n")
+	p("| answer | on the wire | outcome | scope | class | more |\n|---|---|---|---|---|---|\n")
+	for _, j := range sim.Judgements() {
+		v := j.Verdict
+		p("| %s | %s | %s | %s | %s | %s |\n", j.Result.Answer, j.Wire(), v.Outcome, v.Scope, v.Class, verdictMore(v))
+	}
+	p("\n")
+}
+
+// verdictMore lists a verdict's fields past outcome, scope and class that are set, whatever
+// fields the pool's Verdict has in this build.
+func verdictMore(v pool.Verdict) string {
+	var parts []string
+	rv, rt := reflect.ValueOf(v), reflect.TypeOf(v)
+	for i := range rt.NumField() {
+		switch f := rt.Field(i); f.Name {
+		case "Outcome", "Scope", "Class":
+		default:
+			if fv := rv.Field(i); f.IsExported() && !fv.IsZero() {
+				if fv.Kind() == reflect.Bool {
+					parts = append(parts, f.Name)
+				} else {
+					parts = append(parts, fmt.Sprintf("%s %v", f.Name, fv.Interface()))
+				}
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func writeRound2(p func(string, ...any), res *simResults) {
+	var seeds []string
+	for _, w := range res.round2 {
+		seeds = append(seeds, strconv.FormatUint(w.sc.Seed, 10))
+	}
+	p("### Round-2 world (issue 13), seeds %s\n\n", strings.Join(seeds, ", "))
+	if !res.brief {
+		writeRound2World(p, res, seeds)
+	}
+	writeRound2Figures(p, res)
+}
+
+// writeRound2World describes the round-2 world and what each seed dealt.
+func writeRound2World(p func(string, ...any), res *simResults, seeds []string) {
+	sc := res.round2[0].sc
+	p("Per seed: %s of simulated time, %d workers, %d exits (%d dead, %d failing proxy auth with 407, %d flaky: %.0f %% of attempts time out after %s, any origin; %d healthy exits whose squid refuses one origin by ACL, `X-Squid-Error: ERR_ACCESS_DENIED`, for the whole run), latency %s, refusals waited at most %s. ",
+		dur(sc.Duration), sc.Workers, sc.Exits, sc.Dead, sc.Auth, sc.Flaky, sc.FlakyTimeout*100, dur(sc.Timeout), sc.Denials, span(sc.LatencyMin, sc.LatencyMax), dur(sc.MaxRefusalWait))
+	var bands []string
+	for _, b := range sc.BanBands {
+		bands = append(bands, fmt.Sprintf("%.0f %% %s", b.Weight*100, span(b.Min, b.Max)))
+	}
+	p("%d origins, dealt by the seed (table below): caps per exit from 4 to 60 requests a minute and two without, over a sliding 60 s window (a sliding log of accepted requests) or the clock minute (every request counts), 429 with or without Retry-After; bans at %.1f an hour per pair (%s), answered by a challenge page or, on half the origins, by a plain 403 while the origin serves other exits; one origin answers a plain 403 to every exit for a path it forbids (%.0f %% of its requests: the site's answer, counted apart, neither goodput nor waste). Slow bodies: %.1f episodes an hour per pair of %s, during which a 200's body trickles and the body pace rule cuts it after %s (the worker is held that long, the attempt fails with a body-read error). Workload bursts: %.0f an hour of %s during which %.0f %% of requests go to one origin.\n\n",
+		len(sc.Origins), sc.BansPerHour, strings.Join(bands, ", "), forbiddenShare(sc)*100, sc.StallsPerHour, span(sc.StallMin, sc.StallMax), dur(sc.StallTimeout),
+		sc.BurstsPerHour, span(sc.BurstMin, sc.BurstMax), sc.BurstShare*100)
+
+	p("| origin |")
+	for _, s := range seeds {
+		p(" seed %s |", s)
+	}
+	p("\n|---|%s\n", strings.Repeat("---|", len(seeds)))
+	for o := range sc.Origins {
+		p("| %s |", sim.OriginKey(o))
+		for _, w := range res.round2 {
+			p(" %s |", w.sc.Origins[o])
+		}
+		p("\n")
+	}
+	p("\n| seed | ban episodes (%s) | of them plain 403 | slow-body episodes | proxy-denied pairs | bursts |\n|---|---|---|---|---|---|\n", strings.Join(bandNames(sc), " / "))
+	for _, w := range res.round2 {
+		var bs []string
+		for _, n := range w.stats.Bans {
+			bs = append(bs, strconv.Itoa(n))
+		}
+		p("| %d | %s | %d | %d | %d | %d |\n", w.sc.Seed, strings.Join(bs, " / "), w.stats.PlainBans, w.stats.Stalls, w.stats.Denied, w.stats.Bursts)
+	}
+	p("\n")
+}
+
+// writeRound2Figures is the round-2 world's targets and tables.
+func writeRound2Figures(p func(string, ...any), res *simResults) {
+	sc := res.round2[0].sc
+
+	p("#### Targets for ours (defaults), every seed (issue 13)\n\n")
+	if !res.brief {
+		p("429s provoked and wasted attempts compare per simulated hour with round 1's figures for ours (defaults) in the round-1 world (%d and %d in 3 h): this world keeps that world's workers, exits and duration, so the bounds are %.0f and %.0f in a 3 h run. Median recovery counts bans that ended at least %s before the end of a run; an episode never followed by a success counts as longer than any.\n\n",
+			sim.Round1Ours429, sim.Round1OursWasted, sim.Target429Share*sim.Round1Ours429, sim.TargetWastedShare*sim.Round1OursWasted, dur(sim.RecoveryHorizon))
+	}
+	var names []string
+	for _, t := range sim.Targets(sc, sim.Metrics{}, sim.Metrics{}) {
+		names = append(names, t.Short)
+	}
+	p("| seed | %s | best peer (÷ oracle) |\n|---|%s---|\n", strings.Join(names, " | "), strings.Repeat("---|", len(names)))
+	if res.round2[0].ms[0].Strategy != sim.Ours().Name {
+		p("\n(ours (defaults) did not run.)\n\n")
+	} else {
+		for _, w := range res.round2 {
+			p("| %d |", w.sc.Seed)
+			for _, t := range sim.Targets(w.sc, w.ms[0], w.oracle()) {
+				p(" %s %s |", t.Got, t.Mark())
+			}
+			p(" %s |\n", bestPeer(w.ms))
+		}
+		if len(res.round2) > 1 {
+			m := res.merged()
+			all := sc
+			all.Duration = sc.Duration * time.Duration(len(res.round2))
+			p("| all (pooled) |")
+			for _, t := range sim.Targets(all, m[0], m[len(m)-1]) {
+				p(" %s %s |", t.Got, t.Mark())
+			}
+			p(" %s |\n", bestPeer(m))
+		}
+		p("\n")
+	}
+
+	if len(res.round2) > 1 {
+		writePooled(p, res)
+	}
+	for _, w := range res.round2 {
+		p("#### Seed %d\n\n", w.sc.Seed)
+		writeTable(p, w.ms, nil)
+	}
+}
+
+// writePooled is the round-2 world's table over every seed.
+func writePooled(p func(string, ...any), res *simResults) {
+	p("#### All seeds, pooled\n\n")
+	p("Counts summed over the seeds, ÷ oracle of the sums (worst seed in brackets), recovery medians over every seed's episodes.\n\n")
+	m := res.merged()
+	worst := make([]float64, len(m))
+	for i := range m {
+		worst[i] = 2
+		for _, w := range res.round2 {
+			worst[i] = min(worst[i], ratio(w.ms[i], w.oracle()))
+		}
+	}
+	writeTable(p, m, worst)
+}
+
+func forbiddenShare(sc sim.Scenario) float64 {
+	for _, o := range sc.Origins {
+		if o.ForbiddenShare > 0 {
+			return o.ForbiddenShare
+		}
+	}
+	return 0
+}
+
+func bandNames(sc sim.Scenario) []string {
+	var ns []string
+	for _, b := range sc.BanBands {
+		ns = append(ns, span(b.Min, b.Max))
+	}
+	return ns
+}
+
+func writeRound1(p func(string, ...any), res *simResults) {
+	w := res.round1
+	sc := w.sc
+	p("### Round-1 world (seed 1), kept for comparison\n\n")
+	if !res.brief {
+		p("The world of the first round's figures, unchanged (`sim.Round1World`): %s of simulated time, %d workers, %d exits (%d dead, %d failing proxy auth with 407, %d flaky: %.0f %% of attempts time out after %s, any origin), %d origins each capping an (exit, origin) pair at %d requests a clock minute (429 with Retry-After to the minute's end), ban episodes of %s (challenge page, 403) at %.1f an hour per pair, latency %s, plain HTTP, no bursts, no plain 403s, no proxy denials, no slow bodies. A refused request makes its worker wait RetryIn, at most %s.\n\n",
+			dur(sc.Duration), sc.Workers, sc.Exits, sc.Dead, sc.Auth, sc.Flaky, sc.FlakyTimeout*100, dur(sc.Timeout), len(sc.Origins), sc.Origins[0].Cap,
+			span(sc.BanBands[0].Min, sc.BanBands[0].Max), sc.BansPerHour, span(sc.LatencyMin, sc.LatencyMax), dur(sc.MaxRefusalWait))
+	}
+	writeTable(p, w.ms, nil)
+	if res.sens != nil {
+		p("Sensitivity: with workers honouring RetryIn up to 30 s, ours (defaults) gets %d successes (%.2f of the oracle's).\n\n",
+			res.sens.Successes, ratio(*res.sens, w.oracle()))
+	}
+	if w.ms[0].Strategy == sim.Ours().Name {
+		p("Issue 13's targets for ours (defaults), in this world:\n\n%s\n", sim.FormatTargets(sim.Targets(sc, w.ms[0], w.oracle())))
+	}
+}
+
+// bestPeer names the peer (neither ours nor the oracle) with the most goodput, with its share of
+// the oracle's.
+func bestPeer(ms []sim.Metrics) string {
+	best := -1
+	for i, m := range ms[:len(ms)-1] {
+		if !strings.HasPrefix(m.Strategy, "ours") && (best < 0 || m.Successes > ms[best].Successes) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "none ran"
+	}
+	return fmt.Sprintf("%s (%.2f)", ms[best].Strategy, ratio(ms[best], ms[len(ms)-1]))
+}
+
+func ratio(m, oracle sim.Metrics) float64 {
+	if oracle.Successes == 0 {
+		return 0
+	}
+	return float64(m.Successes) / float64(oracle.Successes)
+}
+
+// writeTable is the table of ms, the oracle last; worst, when set, is each strategy's worst
+// seed's ÷ oracle.
+func writeTable(p func(string, ...any), ms []sim.Metrics, worst []float64) {
+	oracle := ms[len(ms)-1]
+	p("| strategy | goodput | ÷ oracle | wasted attempts | 429s provoked | challenge pages | plain-403 bans | proxy denials | slow bodies | site's 403s (not wasted) | timeouts | worker time lost to timeouts + slow bodies | refused (not sent) | recovery after a ban (median) | bans never recovered |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for i, m := range ms {
+		r := fmt.Sprintf("%.2f", ratio(m, oracle))
+		if worst != nil {
+			r += fmt.Sprintf(" (%.2f)", worst[i])
+		}
+		p("| %s | %d | %s | %d | %d | %d | %d | %d | %d | %d | %d | %.1f %% | %d | %s | %d / %d |\n", m.Strategy, m.Successes, r,
+			m.Wasted(), m.RateLimited, m.Blocked, m.Banned403, m.Denied, m.SlowBodies, m.Site403, m.Timeouts,
+			100*(m.TimeoutTime+m.StallTime).Seconds()/m.WorkerTime.Seconds(), m.Refusals, rec(m), m.Unrecovered, m.Unrecovered+len(m.Recovery))
+	}
+	p("\n")
+}
+
+// dur writes d in its largest whole unit: "3 h", "15 min", "15 s", "200 ms".
+func dur(d time.Duration) string {
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "min"}, {time.Second, "s"}, {time.Millisecond, "ms"}} {
+		if d >= u.d && d%u.d == 0 {
+			return fmt.Sprintf("%d %s", d/u.d, u.name)
+		}
+	}
+	return d.String()
+}
+
+// span writes a..b in their largest common whole unit: "1–5 min", "1–2 h", "200 ms–1 s".
+func span(a, b time.Duration) string {
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "min"}, {time.Second, "s"}} {
+		if a >= u.d && a%u.d == 0 && b%u.d == 0 {
+			return fmt.Sprintf("%d–%d %s", a/u.d, b/u.d, u.name)
+		}
+	}
+	return dur(a) + "–" + dur(b)
+}
+
+func rec(m sim.Metrics) string {
+	d := m.MedianRecovery()
+	if d < 0 {
+		return "never (most)"
+	}
+	return d.Round(100 * time.Millisecond).String()
+}

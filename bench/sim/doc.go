@@ -1,0 +1,16 @@
+// Package sim plays a pool of proxy exits against a seeded ground truth on a virtual clock, and
+// compares routing strategies by what they get done.
+//
+//	worker → Truth.Draw (the workload) → Router.Route → picks an exit → Env.Send → Truth decides the
+//	       answer and its latency → the worker is busy for that simulated latency
+//	       → (ours: Lease.ReportAt(Verdict)) → next event
+//
+// Ours drives a pool.Pool through its public API, with no HTTP in between: Pool.PickAt on the
+// simulation's clock, then Lease.ReportAt with the verdict transport.DefaultClassifier gives the
+// response or error a real exit would have produced for the answer (Verdict builds it and asks
+// the classifier). The peers choose exits by their own rules.
+//
+// No sleeps: a discrete-event loop advances a clock.Fake to the earliest worker event and lets
+// exactly one worker goroutine run at a time, so a run is deterministic for its seed, and runs of
+// different worlds or strategies may go in parallel (RunAll).
+package sim
