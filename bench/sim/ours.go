@@ -68,10 +68,11 @@ type poolRouter struct {
 
 // Route picks an exit at the clock's now, plays the attempt, and reports its verdict when the
 // attempt is over, as a Transport does when the response (or the error) arrives. A refused pick is
-// the pool's error, for the worker to wait on. The pool never waits for a token here: it has no
-// rate limits, or they fail fast, so a pick never sleeps on the simulation's clock.
+// the pool's error, for the worker to wait on. The pool never waits for a token here: the request
+// says FailFast — the crawler moves on to its next URL, as a worker does after any refusal — so a
+// pick never sleeps on the simulation's clock (learned paces are on by default).
 func (r *poolRouter) Route(w int, q Request) error {
-	lease, err := r.p.PickAt(context.Background(), r.env.Clock.Now(), pool.Request{Origin: r.origins[q.Origin]})
+	lease, err := r.p.PickAt(context.Background(), r.env.Clock.Now(), pool.Request{Origin: r.origins[q.Origin], FailFast: true})
 	if err != nil {
 		return err
 	}
