@@ -293,12 +293,12 @@ func TestRetryOnErrorWaitsForSoonestProbe(t *testing.T) {
 		}
 		return false
 	}
-	// The extension waits on the pool's clock by default. The transport's header timeout would run
-	// on it too, a timer pending for every attempt in flight, which DriveClock would fire: it is off,
-	// and no exit here hangs.
+	// The extension waits on the pool's clock by default. The transport's header timeout and body
+	// pace rule would run on it too, a timer pending for every attempt in flight and every body being
+	// read, which DriveClock would fire: they are off, and no exit here hangs or trickles.
 	c, ext, f := setup(t, s, []testkit.ExitSpec{{Name: "a"}}, collyext.Settings{MinDelay: 10 * time.Millisecond},
 		[]pool.Option{pool.WithClock(clk), pool.WithPairSettings(breaker.Settings{BaseCooldown: time.Second, Jitter: -1})},
-		transport.WithHeaderTimeout(-1))
+		transport.WithHeaderTimeout(-1), transport.WithBodyPace(transport.NoBodyPace))
 	var loaded []string
 	c.OnResponse(func(r *colly.Response) { loaded = append(loaded, collyext.Exit(r)) })
 	done := make(chan struct{})

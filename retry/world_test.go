@@ -98,14 +98,15 @@ func (w *world) transport(t *testing.T, opts ...transport.Option) *transport.Tra
 }
 
 // transportWith is transport with pool options too. On a fake clock the transport's header
-// timeout is off: it would run on that clock (a pending timer for every attempt in flight), and
-// the tests that advance the clock whenever a timer waits would fire it. No exit of a fake-clock
-// world hangs, so nothing needs it.
+// timeout and body pace rule are off: they would run on that clock (a pending timer for every
+// attempt in flight, and for every body being read), and the tests that advance the clock whenever
+// a timer waits would fire them. No exit of a fake-clock world hangs or trickles, so nothing needs
+// them.
 func (w *world) transportWith(t *testing.T, popts []pool.Option, opts ...transport.Option) *transport.Transport {
 	t.Helper()
 	if w.clk != nil {
 		popts = append(popts, pool.WithClock(w.clk))
-		opts = append(opts, transport.WithHeaderTimeout(-1))
+		opts = append(opts, transport.WithHeaderTimeout(-1), transport.WithBodyPace(transport.NoBodyPace))
 	}
 	return w.Transport(t, w.origin, popts, opts...)
 }

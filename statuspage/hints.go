@@ -10,7 +10,7 @@ var hints = map[pool.Class]string{
 	pool.ClassOrigin4xx:    "the site answered 4xx (404 and the like) and the exit did its job: check the URLs requested",
 	pool.ClassTimeout:      "the proxy or the site did not answer in time: a slow or overloaded exit; check the provider's status, or raise the timeouts",
 	pool.ClassConnection:   "the connection dropped before a response: an unstable exit, or the provider cut the tunnel",
-	pool.ClassBodyRead:     "the response broke off mid-body: an unstable exit; check the provider's bandwidth limits",
+	pool.ClassBodyRead:     "the response broke off, stalled or trickled mid-body: an unstable or throttled exit; check the provider's bandwidth limits",
 	pool.ClassTLS:          "the TLS handshake with the site failed: the proxy may intercept TLS, or the site rejects this client",
 	pool.ClassRateLimited:  "the site rate-limits this IP: lower PerPair (ratelimit.Limits) or spread the load over more exits",
 	pool.ClassBlocked:      "WAF challenge: this IP is flagged for this site; rotate it or use a cleaner (residential) exit",

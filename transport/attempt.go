@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/pool"
@@ -12,7 +14,12 @@ import (
 
 // attempt is one request in flight through one exit. Once the response headers are in, it is also
 // the response body: a successful attempt gets its verdict when the body ends (EOF or Close), so a
-// body that dies mid-read still counts against the exit, once.
+// body that dies mid-read, or that the body pace rule ends (bodypace.go), still counts against the
+// exit, once.
+//
+// Its one timer is the header timeout until the headers are in, then the body's stall watchdog
+// (tick): the same timer when it is due soon enough, so that a body read within the header timeout
+// costs nothing more than today's header timeout did.
 type attempt struct {
 	t      *Transport
 	lease  pool.Lease
@@ -25,20 +32,40 @@ type attempt struct {
 	actx    attemptContext
 	at      Attempt
 	cancel  context.CancelCauseFunc
-	timer   clock.Timer
 	rc      io.ReadCloser
 	status  int
 	verdict pool.Verdict // a successful attempt's verdict, applied when the body ends
 	done    atomic.Bool
+	phase   atomic.Int32 // phaseHeaders, phaseTimedOut, phaseBody
+
+	// The timer: mu guards timer and stopped; armed says a watchdog is pending (see watch).
+	mu      sync.Mutex
+	timer   clock.Timer
+	tickFn  func() // a.tick, made once
+	stopped bool
+	armed   atomic.Bool
+
+	// The body pace rule's state, set by prepareBody. waitSince is when (since bodyAt) the caller's
+	// current wait in Read began, noWait when it is not waiting; got counts the bytes delivered.
+	// waited, winAt, winGot and judging are the rate's accounts, touched by the reading goroutine
+	// only.
+	pace      bodyPace
+	bodyAt    time.Time
+	waitSince atomic.Int64
+	got       atomic.Int64
+	waited    time.Duration
+	winAt     time.Duration
+	winGot    int64
+	judging   bool
+	slow      atomic.Pointer[SlowBodyError]
 }
 
-func (a *attempt) headersTimedOut() { a.cancel(errHeaderTimeout) }
-
-// finish applies the verdict once and reports the attempt to observers.
+// finish applies the verdict once, stops the timer and reports the attempt to observers.
 func (a *attempt) finish(v pool.Verdict, status int, err error) {
 	if !a.done.CompareAndSwap(false, true) {
 		return
 	}
+	a.stopTimer()
 	now := a.t.clock.Now()
 	after := a.lease.ReportAt(now, v)
 	if len(a.t.obs) > 0 {
@@ -50,10 +77,24 @@ func (a *attempt) finish(v pool.Verdict, status int, err error) {
 }
 
 // Read reads the response body. EOF is the success of a successful attempt; any other error ends
-// it as a body that died mid-read (or as the caller's cancellation).
-func (a *attempt) Read(p []byte) (int, error) {
-	n, err := a.rc.Read(p)
-	if err != nil && !a.done.Load() {
+// it as a body that died mid-read (or as the caller's cancellation). Under the body pace rule, a
+// body that stalls or trickles fails with a *SlowBodyError.
+func (a *attempt) Read(p []byte) (n int, err error) {
+	if s := a.slow.Load(); s != nil {
+		return 0, s
+	}
+	if a.pace.on() && len(p) > 0 && !a.done.Load() {
+		n, err = a.pacedRead(p)
+	} else {
+		n, err = a.rc.Read(p)
+	}
+	if err == nil {
+		return n, nil
+	}
+	if s := a.slow.Load(); s != nil {
+		return n, s // the rule ended the body: its error, not the cancellation that unblocked the read
+	}
+	if !a.done.Load() {
 		switch {
 		case err == io.EOF:
 			a.finish(a.verdict, a.status, nil)

@@ -15,6 +15,7 @@ const (
 	sessionKey
 	retriesKey
 	pinKey
+	bodyPaceKey
 )
 
 // ContextWithExit returns a context whose requests go through the exit labelled label and no
@@ -96,12 +97,18 @@ func (c *attemptContext) Value(key any) any {
 // (proxy_auth), and so on. ok is false if resp did not come through a Transport. A success can still
 // turn into a body_read failure if the body dies mid-read; observers see that final verdict.
 func VerdictFromResponse(resp *http.Response) (v pool.Verdict, ok bool) {
-	if resp == nil || resp.Request == nil {
-		return pool.Verdict{}, false
-	}
-	a, _ := resp.Request.Context().Value(attemptKey).(*attempt)
+	a := attemptOf(resp)
 	if a == nil {
 		return pool.Verdict{}, false
 	}
 	return a.verdict, true
+}
+
+// attemptOf returns the attempt that brought resp, or nil.
+func attemptOf(resp *http.Response) *attempt {
+	if resp == nil || resp.Request == nil {
+		return nil
+	}
+	a, _ := resp.Request.Context().Value(attemptKey).(*attempt)
+	return a
 }

@@ -25,6 +25,8 @@
 //	2xx, 3xx, 404 and other 4xx the origin sent          success     pair
 //	dial/TLS/header timeout, reset, EOF, tunnel dropped  transient   pair (+ exit roll-up)
 //	body dies mid-read                                   transient   pair (+ exit roll-up)
+//	body stalls (no byte for 15 s) or trickles (under    transient   pair (+ exit roll-up)
+//	  4 KiB/s over 10 s after 5 s), the caller waiting               (class body_read; WithBodyPace)
 //	429 (Retry-After: seconds or HTTP-date)              transient   pair, OPEN for Retry-After
 //	403/428/429/503, 200, 202/405 that is a WAF page     transient   pair ("blocked": Cloudflare, Imperva, Akamai, AWS WAF, Kasada, DataDome, PerimeterX, captcha gates)
 //	502/503/504 from the origin                          soft        pair (half) + origin guard
@@ -62,7 +64,10 @@
 //
 // Hanging exits are caught by the header timeout (WithHeaderTimeout, default 15 s, on the pool's
 // clock): a timeout of the transport's own making blames the exit, while the caller's own deadline
-// is neutral. Keep the header timeout below http.Client.Timeout.
+// is neutral. Keep the header timeout below http.Client.Timeout. Past the headers, the body pace
+// rule (WithBodyPace, on by default, on the same clock) blames an exit whose body stalls or
+// trickles while the caller waits for it, with a *SlowBodyError from Read, before the caller's own
+// deadline would end it blaming nobody; ContextWithBodyPace exempts a stream or a long poll.
 //
 // # The chain
 //
@@ -80,7 +85,9 @@
 // CONNECT becomes a *ProxyConnectError with the status code. So a proxy that rejects credentials
 // answers a plain-HTTP request with a 407 response (err == nil, as net/http returns it) and an
 // HTTPS request with an *AttemptError wrapping a *ProxyConnectError; either way the exit is parked,
-// and VerdictFromResponse or AttemptError.Verdict says proxy_auth. When no exit is ready, RoundTrip
+// and VerdictFromResponse or AttemptError.Verdict says proxy_auth. ErrorFromResponse makes an
+// *AttemptError of every response the transport counted against its exit (a 407, a 429, a
+// challenge page), so that one error path handles both. When no exit is ready, RoundTrip
 // returns the pool's *pool.NoHealthyExitError (errors.Is pool.ErrNoHealthyExit) that says how long
 // until the soonest probe: never a direct connection.
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/proxybreaker/proxybreaker/pool"
 )
@@ -26,16 +27,35 @@ func (e *ProxyConnectError) Error() string {
 	return fmt.Sprintf("transport: exit %s: proxy refused CONNECT: %d %s", e.Exit, e.StatusCode, http.StatusText(e.StatusCode))
 }
 
-// AttemptError is the error RoundTrip returns when an attempt failed without a response. It names
-// the exit that carried the attempt and how the failure was classified, and wraps the cause.
+// AttemptError is one attempt through an exit that came to nothing: the error RoundTrip returns
+// when an attempt failed without a response (Err says why), and the error ErrorFromResponse makes
+// of a response the transport counted against its exit (StatusCode says which; Err is nil). It
+// names the exit that carried the attempt, by label, and how the outcome was classified.
 type AttemptError struct {
 	Exit    string // the exit's label
 	Origin  string
 	Verdict pool.Verdict
-	Err     error
+	Err     error // the cause; nil for a response
+	// StatusCode is the status of the response ErrorFromResponse judged; 0 when none arrived.
+	StatusCode int
 }
 
 func (e *AttemptError) Error() string {
+	if e.Err == nil && e.StatusCode != 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "transport: via %s to %s: %s", e.Exit, e.Origin, e.Verdict.Class)
+		if e.Verdict.Detector != "" {
+			fmt.Fprintf(&b, " (%s)", e.Verdict.Detector)
+		}
+		fmt.Fprintf(&b, ": %d", e.StatusCode)
+		if text := http.StatusText(e.StatusCode); text != "" {
+			b.WriteString(" " + text)
+		}
+		if e.Verdict.RetryAfter > 0 {
+			fmt.Fprintf(&b, ", retry after %v", e.Verdict.RetryAfter)
+		}
+		return b.String()
+	}
 	return fmt.Sprintf("transport: via %s to %s: %s: %v", e.Exit, e.Origin, e.Verdict.Class, e.Err)
 }
 

@@ -26,6 +26,7 @@ type config struct {
 	template      *http.Transport
 	originKey     OriginFunc
 	headerTimeout time.Duration
+	bodyPace      bodyPace
 	resolver      *net.Resolver
 	middleware    []Middleware
 	exitMW        []ExitMiddleware
@@ -36,6 +37,7 @@ func newConfig(opts []Option) (*config, error) {
 		classifier:    DefaultClassifier,
 		originKey:     OriginHost,
 		headerTimeout: DefaultHeaderTimeout,
+		bodyPace:      defaultBodyPace,
 		resolver:      net.DefaultResolver,
 	}
 	for _, o := range opts {

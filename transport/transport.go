@@ -31,6 +31,7 @@ type Transport struct {
 	resolver      *net.Resolver
 	originKey     OriginFunc
 	headerTimeout time.Duration
+	pace          bodyPace
 	clock         clock.Clock
 	obs           observers
 	exitMW        []ExitMiddleware
@@ -75,8 +76,8 @@ func New(p *pool.Pool, opts ...Option) (*Transport, error) {
 	}
 	t := &Transport{
 		pool: p, classifier: c.classifier, base: c.base, template: c.template, resolver: c.resolver,
-		originKey: c.originKey, headerTimeout: c.headerTimeout, clock: p.Clock(), obs: c.observers,
-		exitMW: c.exitMW,
+		originKey: c.originKey, headerTimeout: c.headerTimeout, pace: c.bodyPace, clock: p.Clock(),
+		obs: c.observers, exitMW: c.exitMW,
 	}
 	var h http.RoundTripper = roundTripFunc(t.roundTrip)
 	for i := len(c.middleware) - 1; i >= 0; i-- {
@@ -176,10 +177,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	defer func() {
 		if !settled {
 			// A panic in an observer, the base or the classifier: give the permits back (probe
-			// slots, leases out) before it goes on up.
-			if a.timer != nil {
-				a.timer.Stop()
-			}
+			// slots, leases out) and stop the timer before it goes on up.
 			a.finish(pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassError}, 0, errAttemptPanicked)
 			cancel(nil)
 		}
@@ -188,7 +186,8 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		a.ctx = t.obs.started(a.ctx, a.info)
 	}
 	if t.headerTimeout > 0 {
-		a.timer = t.clock.AfterFunc(t.headerTimeout, a.headersTimedOut)
+		a.tickFn = a.tick
+		a.timer = t.clock.AfterFunc(t.headerTimeout, a.tickFn)
 	}
 	out := req.WithContext(a.ctx) // a shallow copy: the caller's request is never touched
 	resp, err := t.exitRoundTripper(exit).RoundTrip(out)
@@ -216,7 +215,15 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	v := t.classifier.Classify(at)
 	resp = at.Response
-	if a.timer != nil && !a.timer.Stop() && resp != nil && !callerDone(req) {
+	if resp != nil {
+		// Fixed from here on: VerdictFromResponse reads them, and so may the timer once the phase
+		// below has turned.
+		a.status, a.verdict = resp.StatusCode, v
+		if v.Outcome == pool.Success {
+			a.prepareBody(t.bodyPaceFor(req), at.Now)
+		}
+	}
+	if !a.phase.CompareAndSwap(phaseHeaders, phaseBody) && resp != nil && !callerDone(req) {
 		// The header timeout fired while the classifier peeked at the body: the body is dead.
 		resp.Body.Close()
 		resp, err = nil, errHeaderTimeout
@@ -230,9 +237,10 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	a.rc = resp.Body
 	resp.Body = a
-	a.status, a.verdict = resp.StatusCode, v // fixed from here on: VerdictFromResponse reads them
 	if v.Outcome != pool.Success {
 		a.finish(v, resp.StatusCode, nil)
+	} else {
+		a.startBody()
 	}
 	return resp, nil
 }
