@@ -27,7 +27,8 @@ type Request struct {
 	// FailFast, when set, makes a pick that finds only exits waiting for a token (a configured
 	// limit, or a pace the pair learned) fail at once with a *ThrottledError saying how long the
 	// wait would be, instead of waiting: for a crawler whose queue holds other origins' URLs, which
-	// would rather send one of those. ratelimit.Limits.FailFast does the same for every pick.
+	// would rather send one of those. ratelimit.Limits.FailFast does the same for every pick, and
+	// a pool without WithRateLimits always fails fast (its only buckets are learned paces).
 	FailFast bool
 }
 

@@ -72,6 +72,7 @@ type config struct {
 	seeded      bool
 	maxSessions int
 	gate        *ratelimit.Gate
+	limits      bool // WithRateLimits was given
 	claimer     ProbeClaimer
 }
 
@@ -264,7 +265,7 @@ func WithRateLimits(l ratelimit.Limits) Option {
 		if err != nil {
 			return fmt.Errorf("pool: WithRateLimits: %w", err)
 		}
-		c.gate = g
+		c.gate, c.limits = g, true
 		return nil
 	})
 }

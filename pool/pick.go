@@ -54,7 +54,9 @@ type ticket struct {
 }
 
 // pick chooses an exit for r at now and acquires its permits and tokens, waiting for a token when
-// only buckets hold it back (see PickAt), unless the pool's limits or r say to fail fast.
+// only buckets hold it back (see PickAt), unless the pool's limits or r say to fail fast. Without
+// configured limits only learned paces hold picks back, and the pick fails fast: a pair whose
+// learned window is spent is treated as a rested one, as it was before it learned the window.
 func (p *Pool) pick(ctx context.Context, now time.Time, r Request) (ticket, error) {
 	start := now
 	waitedFor := scopeNone // the scope of the last bucket waited for
@@ -70,7 +72,7 @@ func (p *Pool) pick(ctx context.Context, now time.Time, r Request) (ticket, erro
 		}
 		wait := tokenAt.Sub(now)
 		terr := &ThrottledError{Origin: r.Origin, Scope: scope, RetryIn: wait}
-		if dl, ok := ctx.Deadline(); p.gate.FailFast() || r.FailFast || waits >= maxTokenWaits || (ok && dl.Before(tokenAt)) {
+		if dl, ok := ctx.Deadline(); p.gate.FailFast() || r.FailFast || !p.limits || waits >= maxTokenWaits || (ok && dl.Before(tokenAt)) {
 			p.obs.throttled(ctx, Throttle{Origin: r.Origin, Scope: scope, Waited: now.Sub(start), Refused: true})
 			return ticket{}, terr
 		}

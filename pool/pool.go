@@ -51,6 +51,7 @@ type Pool struct {
 	probeLease time.Duration
 
 	gate    *ratelimit.Gate // never nil: at least ratelimit.Limits{}, which paces pairs that showed limits
+	limits  bool            // WithRateLimits was given: 429s without Retry-After cut paces too (AIMD)
 	claimer ProbeClaimer    // nil: probes are this pool's alone
 
 	lastSweep atomic.Int64
@@ -87,6 +88,7 @@ func New(opts ...Option) (*Pool, error) {
 		dryRun: c.dryRun, inline: c.inlineSweep, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
 		rand: c.rand, origins: make(map[string]*originState), lazyPairs: pairPol.Settings().FailureRatio == 0,
 		gate:     c.gate,
+		limits:   c.limits,
 		claimer:  c.claimer,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
 	}

@@ -33,6 +33,11 @@ func (p *Pool) unacquire(now time.Time, t *ticket) {
 func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 	switch {
 	case v.Class == ClassRateLimited:
+		if v.RetryAfter <= 0 && !p.limits {
+			// Without configured limits a pair learns only windows the origin announces: a 429
+			// without Retry-After rests it (its breaker) but paces nothing.
+			return
+		}
 		pr := t.pair
 		if pr == nil {
 			var alive bool

@@ -221,8 +221,13 @@ func TestStressProbeLimitAndNoLeaks(t *testing.T) {
 				if err != nil {
 					var ae *transport.AttemptError
 					var nh *pool.NoHealthyExitError
+					var th *pool.ThrottledError
 					switch {
 					case errors.As(err, &ae), errors.Is(err, pool.ErrOriginUnhealthy):
+					case errors.As(err, &th): // every pair's learned window spent (a pool paces by default)
+						if th.RetryIn < 0 {
+							report("ThrottledError.RetryIn = %v", th.RetryIn)
+						}
 					case errors.As(err, &nh):
 						if nh.RetryIn < 0 {
 							report("NoHealthyExitError.RetryIn = %v", nh.RetryIn)
