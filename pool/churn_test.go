@@ -86,6 +86,9 @@ func (c *churnProbes) back(info pool.LeaseInfo) {
 type churnConfig struct {
 	exits, origins, workers, rounds int
 	hold                            bool // some probe leases are held across exit removals
+	// retune: instead of removing and re-adding exits, the churner Syncs the list with new
+	// breaker settings for one exit at a time, which remakes its breakers (retune.go).
+	retune bool
 }
 
 // churnRun drives a pool from cfg.workers goroutines — picks through Pick and through DueProbes
@@ -108,9 +111,18 @@ func churnRun(t *testing.T, cfg churnConfig, seed uint64) (*churnProbes, *pool.P
 		_ = gen
 		return pool.MustParseExit(fmt.Sprintf("10.0.%d.1:3128", i)).WithLabel(label(i))
 	}
+	// tuned is exit i with pair and exit cooldowns of 0.5 s or 1 s, as n is even or odd.
+	tuned := func(i int, n int64) *pool.Exit {
+		d := time.Duration(1+n%2) * 500 * time.Millisecond
+		return addr(i, 0).WithPairSettings(breaker.Settings{BaseCooldown: d}).WithExitSettings(breaker.Settings{BaseCooldown: d})
+	}
 	var exits []*pool.Exit
 	for i := range cfg.exits {
-		exits = append(exits, addr(i, 0))
+		if cfg.retune {
+			exits = append(exits, tuned(i, 0))
+		} else {
+			exits = append(exits, addr(i, 0))
+		}
 	}
 	p, err := pool.New(pool.WithExits(exits...), pool.WithClock(clk), pool.WithSeed(seed),
 		pool.WithPairSettings(pairS), pool.WithExitSettings(exitS),
@@ -201,8 +213,31 @@ func churnRun(t *testing.T, cfg churnConfig, seed uint64) (*churnProbes, *pool.P
 		r := rand.New(rand.NewPCG(seed, 1<<40))
 		var gen int64
 		away := -1 // an exit removed and not yet back
+		tunes := make([]int64, cfg.exits)
 		for step := 0; done.Load() < int32(cfg.workers) && step < 200*cfg.rounds; step++ {
 			clk.Advance(250 * time.Millisecond)
+			if cfg.retune {
+				if step%12 == 0 {
+					// Every 3 s, one exit's pair and exit cooldowns flip between 0.5 s and 1 s. A
+					// probe out across a retune holds its pair's next probe back by its (24 h) lease,
+					// so retunes are rarer than removals: probes must go on.
+					i := r.IntN(cfg.exits)
+					tunes[i]++
+					list := make([]*pool.Exit, cfg.exits)
+					for j := range list {
+						list[j] = tuned(j, tunes[j])
+					}
+					if res, err := p.Sync(list); err != nil || res.Updated != 1 {
+						t.Errorf("Sync(retune %s) = %+v, %v; want 1 updated", label(i), res, err)
+					}
+					cycles.Add(1)
+				}
+				if step%30 == 0 {
+					p.Sweep(clk.Now())
+				}
+				runtime.Gosched()
+				continue
+			}
 			if away >= 0 {
 				gen++
 				if err := p.Add(addr(away, gen)); err != nil {
@@ -260,6 +295,7 @@ func TestChurnAtMostOneProbePerPair(t *testing.T) {
 	}{
 		{"traffic", churnConfig{exits: 6, origins: 3, workers: 16, rounds: 1500}},
 		{"hold-across-readd", churnConfig{exits: 4, origins: 2, workers: 16, rounds: 1500, hold: true}},
+		{"retune", churnConfig{exits: 4, origins: 2, workers: 16, rounds: 1500, retune: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())

@@ -21,8 +21,13 @@ func (p *Pool) claimProbes(now time.Time, o *originState, es *exitState, t *tick
 	if t.exitPm.Probe() && !p.claimer.ClaimProbe(now, ProbeTarget{Scope: ScopeExit, Exit: es.exit}, lease) {
 		return false
 	}
-	if t.pairPm.Probe() && !p.claimer.ClaimProbe(now, ProbeTarget{Scope: ScopePair, Exit: es.exit, Origin: o.key}, lease) {
-		return false
+	if t.pairPm.Probe() {
+		if pol := t.pair.b.Policy(); pol != p.pairPol {
+			lease = pol.Settings().ProbeLease // an origin's or an exit's own settings
+		}
+		if !p.claimer.ClaimProbe(now, ProbeTarget{Scope: ScopePair, Exit: es.exit, Origin: o.key}, lease) {
+			return false
+		}
 	}
 	return true
 }
@@ -33,7 +38,7 @@ func (p *Pool) admitOrigin(now time.Time, o *originState) (breaker.Permit, error
 	if err != nil || p.claimer == nil || !pm.Probe() {
 		return pm, err
 	}
-	lease := p.guard.policy.Settings().ProbeLease
+	lease := o.guard.cfg.policy.Settings().ProbeLease
 	if p.claimer.ClaimProbe(now, ProbeTarget{Scope: ScopeOrigin, Origin: o.key}, lease) {
 		return pm, nil
 	}

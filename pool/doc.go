@@ -21,6 +21,11 @@
 // problem, picks for it fail fast with an *OriginUnhealthyError, and pair breakers do not count
 // the episode against the exits.
 //
+// Settings layer, field by field: the pool's (WithPairSettings, WithExitSettings), an exit's own
+// (Exit.WithPairSettings, Exit.WithExitSettings, or failures=, cooldown=, … in a proxy list), and
+// for pairs and guards an origin pattern's (WithOriginSettings), which wins over the exit's. They
+// are resolved when an origin is first seen and when a breaker is made, never on a pick.
+//
 // # Verdicts
 //
 // A verdict's Outcome says what the attempt showed (Success, Transient, Permanent, Neutral) and
@@ -28,7 +33,8 @@
 // and are reheated by probes; Permanent ones park the breaker for breaker.Settings.ParkFor;
 // Neutral ones count nothing. A RetryAfter opens the pair for that long. Soft failures count half.
 // 429s and challenge pages (ClassRateLimited, ClassBlocked) also slow the pair's pace when rate
-// limits are on.
+// limits are on. A Suspect success — a plain 403 — is judged at Report time: by default a block of
+// the pair when the origin is serving other exits meanwhile, else the site's answer (SuspectPolicy).
 //
 // # Leases and generations
 //

@@ -19,6 +19,7 @@ type Exit struct {
 	label  string
 	tier   int
 	weight float64
+	over   *exitOverride // its own breaker settings; nil: the pool's (see override.go)
 }
 
 // Proxy schemes an Exit may use.

@@ -23,6 +23,13 @@ type exitState struct {
 	wide   *breaker.Breaker
 	bucket *ratelimit.Bucket // the exit's own token bucket; nil if not limited
 	life   *atomic.Int32     // lifeIn, lifeRetired or lifeForgotten; shared by every version
+	tune   *exitTuning       // the exit's own breaker settings, resolved; nil: the pool's
+	// wideMute silences wide's hooks once a retune has replaced it (retune.go); shared, like
+	// wide, by every version that has this breaker.
+	wideMute *atomic.Bool
+	// eager: the exit's pair settings count successes, so its pairs get a breaker on their first
+	// pick (a copy of tune.eager, where acquire reads it).
+	eager bool
 }
 
 // Where an exit is in its life in the pool.
@@ -70,33 +77,39 @@ func (p *Pool) Add(exits ...*Exit) error {
 	if err := checkExits(exits, old.byLabel); err != nil {
 		return err
 	}
+	tunes, err := p.tuneExits(exits)
+	if err != nil {
+		return err
+	}
 	all := slices.Clone(old.all)
-	for _, e := range exits {
-		all = append(all, p.joinExit(e))
+	var rs retunes
+	for i, e := range exits {
+		all = append(all, p.joinExit(e, tunes[i], &rs))
 	}
 	p.set.Store(p.buildSet(all))
+	rs.finish(p)
 	return nil
 }
 
-// joinExit returns the state of an exit joining the pool: the state it had if the same proxy
-// left under the same label within retention, else a fresh one. The caller holds p.mu and puts
-// the result in the exit set.
-func (p *Pool) joinExit(e *Exit) *exitState {
+// joinExit returns the state of an exit joining the pool, tuned t: the state it had if the same
+// proxy left under the same label within retention (retuned if its settings changed meanwhile;
+// its pairs are left in rs), else a fresh one. The caller holds p.mu, puts the result in the
+// exit set, and then retunes the pairs in rs.
+func (p *Pool) joinExit(e *Exit, t *exitTuning, rs *retunes) *exitState {
 	r, ok := p.retired[e.label]
 	if !ok {
-		return p.newExitState(e)
+		return p.newExitState(e, t)
 	}
 	delete(p.retired, e.label)
 	if !sameProxy(r.es.exit, e) {
 		// Another proxy under the label: the old one's state is of no use to it.
 		r.es.life.Store(lifeForgotten)
-		return p.newExitState(e)
+		return p.newExitState(e, t)
 	}
-	back := *r.es
-	back.exit = e
+	back := p.retune(r.es, e, t, rs)
 	back.life.Store(lifeIn)
 	p.gone.set(back.id, false)
-	return &back
+	return back
 }
 
 // checkExits validates exits for the pool: none nil, labels unique among them and not in taken,
@@ -119,24 +132,57 @@ func checkExits(exits []*Exit, taken map[string]*exitState) error {
 	return errors.Join(errs...)
 }
 
-// newExitState returns the state of an exit joining the pool: a new id, a fresh breaker and bucket.
-// The caller holds p.mu.
-func (p *Pool) newExitState(e *Exit) *exitState {
-	es := &exitState{exit: e, id: p.nextID, life: new(atomic.Int32)}
+// newExitState returns the state of an exit joining the pool, tuned t: a new id, a fresh breaker
+// and bucket. The caller holds p.mu.
+func (p *Pool) newExitState(e *Exit, t *exitTuning) *exitState {
+	es := &exitState{exit: e, id: p.nextID, life: new(atomic.Int32), tune: t, eager: t != nil && t.eager}
 	p.nextID++
 	es.bucket = p.gate.ExitBucket(e.label)
-	id := es.id
-	es.wide = p.exitPol.NewBreakerWith(breaker.Hooks{
+	es.wide, es.wideMute = p.newExitBreaker(es.id, p.exitPolicy(t))
+	p.keepFor(t)
+	return es
+}
+
+// newExitBreaker returns a breaker for exit id, governed by pol, and the switch that mutes its
+// hooks. They speak only while it is the breaker of the exit's current version: Sync may give the
+// exit a new tier or weight (a new version, the same breaker) or new settings (a new breaker,
+// retune.go); once the exit has left the pool, transitions go unreported — its label may belong to
+// another exit by now — while the bit table still follows the breaker, for the exit's return.
+func (p *Pool) newExitBreaker(id uint32, pol *breaker.Policy) (*breaker.Breaker, *atomic.Bool) {
+	var b *breaker.Breaker
+	mute := new(atomic.Bool)
+	b = pol.NewBreakerWith(breaker.Hooks{
 		OnStateChange: func(t breaker.Transition) {
-			// The exit's current version (Sync may have given it a new tier or weight); none once
-			// it has left the pool: its label may belong to another exit by now.
-			if cur := p.set.Load().byID[id]; cur != nil {
+			if mute.Load() {
+				return
+			}
+			if cur := p.set.Load().byID[id]; cur != nil && cur.wide == b {
 				p.obs.stateChanged(StateChange{Scope: ScopeExit, Exit: cur.exit, Transition: t})
 			}
 		},
-		Mirror: func(notClosed bool) { p.exitOpen.set(id, notClosed) },
+		Mirror: func(notClosed bool) {
+			if mute.Load() {
+				return
+			}
+			if cur := p.set.Load().byID[id]; cur == nil || cur.wide == b {
+				p.exitOpen.set(id, notClosed)
+			}
+		},
 	})
-	return es
+	return b, mute
+}
+
+// keepFor lengthens the retention of removed exits to t's probe leases: a probe out on a removed
+// exit keeps its slot until its lease ends. The caller holds p.mu.
+func (p *Pool) keepFor(t *exitTuning) {
+	if t == nil {
+		return
+	}
+	for _, pol := range [2]*breaker.Policy{t.pairPol, t.exitPol} {
+		if pol != nil {
+			p.retention = max(p.retention, pol.Settings().ProbeLease)
+		}
+	}
 }
 
 // Remove removes the exits with the given labels; observers hear of each (a transport closes the

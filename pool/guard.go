@@ -42,7 +42,8 @@ const guardSlots = 16
 
 type guardConfig struct {
 	OriginGuardSettings
-	policy *breaker.Policy
+	policy  *breaker.Policy
+	suspect SuspectPolicy // what a Suspect answer from the origin means (never SuspectDefault)
 }
 
 // newGuardConfig validates s; the guards' jitter draws from rnd, the pool's random source, so a
@@ -79,11 +80,12 @@ func newGuardConfig(s OriginGuardSettings, rnd func() uint64) (guardConfig, erro
 	if err != nil {
 		return guardConfig{}, fmt.Errorf("pool: OriginGuardSettings: %w", err)
 	}
-	return guardConfig{OriginGuardSettings: s, policy: pol}, nil
+	return guardConfig{OriginGuardSettings: s, policy: pol, suspect: SuspectEvidence}, nil
 }
 
 // originGuard is one origin's guard: a breaker, tripped by hand, and the recent outcome of each of
-// the last guardSlots distinct exits that tried the origin.
+// the last guardSlots distinct exits that tried the origin. The same record is the evidence
+// SuspectEvidence judges a plain 403 by (suspect.go).
 type originGuard struct {
 	cfg *guardConfig
 	b   *breaker.Breaker
@@ -95,14 +97,19 @@ type originGuard struct {
 }
 
 type guardEntry struct {
-	exit   uint32 // id + 1; 0 = empty
-	at     int64
-	failed bool
+	exit    uint32 // id + 1; 0 = empty
+	at      int64
+	failed  bool
+	suspect bool // a Suspect answer (a plain 403), judged a block or not; never failed
 }
 
 func (p *Pool) newOriginGuard(o *originState) *originGuard {
-	g := &originGuard{cfg: &p.guard}
-	g.b = p.guard.policy.NewBreaker(func(t breaker.Transition) {
+	cfg := &p.guard
+	if o.rule != nil {
+		cfg = &o.rule.guard
+	}
+	g := &originGuard{cfg: cfg}
+	g.b = cfg.policy.NewBreaker(func(t breaker.Transition) {
 		if t.To == breaker.Closed {
 			g.mu.Lock()
 			g.recent = [guardSlots]guardEntry{}
@@ -136,12 +143,24 @@ func (g *originGuard) admit(now time.Time, origin string) (breaker.Permit, error
 
 // observe feeds the guard one verdict for the origin through exit id, with the permit admit gave.
 // It reports whether the pair breaker should ignore the verdict's failure: the origin is to blame.
+//
+// A Suspect answer (a plain 403, as judgeSuspect left it) counts as the origin answering, as a 403
+// always did: an exit tried, not failing. It is recorded as Suspect for the evidence, and a
+// disabled guard still records what the evidence needs, when the origin's policy asks for it.
 func (g *originGuard) observe(now time.Time, id uint32, v Verdict, pm breaker.Permit) (originsFault bool) {
+	suspect := v.Suspect && v.Scope == ScopePair && (v.Outcome == Success || v.Outcome == Transient)
+	counts := v.Scope == ScopePair && (v.Outcome == Success || suspect || (v.Outcome == Transient && originPlausible(v.Class)))
+	failed := counts && v.Outcome == Transient && !suspect
 	if g.cfg.Disabled {
+		if counts && g.cfg.suspect == SuspectEvidence {
+			t := now.UnixNano()
+			g.mu.Lock()
+			g.lastSeen = t
+			g.record(id, t, false, suspect)
+			g.mu.Unlock()
+		}
 		return false
 	}
-	counts := v.Scope == ScopePair && (v.Outcome == Success || (v.Outcome == Transient && originPlausible(v.Class)))
-	failed := counts && v.Outcome == Transient
 	if pm.Probe() {
 		switch {
 		case failed:
@@ -166,7 +185,7 @@ func (g *originGuard) observe(now time.Time, id uint32, v Verdict, pm breaker.Pe
 	t := now.UnixNano()
 	g.mu.Lock()
 	g.lastSeen = t
-	g.record(id, t, failed)
+	g.record(id, t, failed, suspect)
 	trip := false
 	if failed {
 		tried, failing := g.tally(t - int64(g.cfg.Window))
@@ -194,19 +213,19 @@ func originPlausible(c Class) bool {
 }
 
 // record remembers the latest outcome through exit id, replacing the oldest entry if id is new.
-func (g *originGuard) record(id uint32, t int64, failed bool) {
+func (g *originGuard) record(id uint32, t int64, failed, suspect bool) {
 	oldest := 0
 	for i := range g.recent {
 		e := &g.recent[i]
 		if e.exit == id+1 {
-			e.at, e.failed = t, failed
+			e.at, e.failed, e.suspect = t, failed, suspect
 			return
 		}
 		if e.at < g.recent[oldest].at {
 			oldest = i
 		}
 	}
-	g.recent[oldest] = guardEntry{exit: id + 1, at: t, failed: failed}
+	g.recent[oldest] = guardEntry{exit: id + 1, at: t, failed: failed, suspect: suspect}
 }
 
 func (g *originGuard) tally(since int64) (tried, failing int) {

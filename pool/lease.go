@@ -56,9 +56,13 @@ type LeaseInfo struct {
 	DryRun, WouldRefuse bool
 }
 
-// Reported is what a verdict left behind: the pair's and the exit's breaker states once it was applied.
+// Reported is what a verdict left behind: the pair's and the exit's breaker states once it was
+// applied, and the verdict as the pool counted it.
 type Reported struct {
 	PairState, ExitState breaker.State
+	// Verdict is the verdict the breakers were given: the one reported, except that a Suspect
+	// answer the pool judged a block comes back Transient, ClassBlocked (see Verdict.Suspect).
+	Verdict Verdict
 }
 
 // Exit returns the exit the lease goes through; nil for the zero Lease.
@@ -92,17 +96,21 @@ func (l *Lease) Report(v Verdict) Reported {
 
 // ReportAt gives the lease its verdict at now and returns the breakers' states afterwards. Only the
 // first Report or Release of a lease counts; later ones do nothing. How a verdict moves the
-// breakers is the Verdict's to say: see Outcome and Scope.
+// breakers is the Verdict's to say: see Outcome and Scope; a Suspect one is judged first (see
+// Verdict.Suspect), and Reported.Verdict says how.
 func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
 	if l.p == nil || l.done {
 		return Reported{}
 	}
 	l.done = true
+	if v.Suspect {
+		v = l.p.judgeSuspect(now, &l.t, v) // rare: kept off the common report's path
+	}
 	if v.Outcome == Transient || v.Outcome == Permanent {
 		l.t.retries.avoidExit(l.t.exit.exit)
 	}
 	pair, exit := l.p.finish(now, &l.t, v)
-	return Reported{PairState: pair, ExitState: exit}
+	return Reported{PairState: pair, ExitState: exit, Verdict: v}
 }
 
 // Release is shorthand for ReleaseAt(now) with now read from the pool's clock.

@@ -74,6 +74,7 @@ type config struct {
 	gate        *ratelimit.Gate
 	limits      bool // WithRateLimits was given
 	claimer     ProbeClaimer
+	rules       []*originRule // WithOriginSettings, in the order given
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -139,12 +140,14 @@ func WithClock(cl clock.Clock) Option {
 }
 
 // WithPairSettings sets the settings of the per-(exit, origin) breakers. Default breaker.Settings{}
-// (every field at its default).
+// (every field at its default). Origins (WithOriginSettings) and exits (Exit.WithPairSettings) may
+// override them field by field.
 func WithPairSettings(s breaker.Settings) Option {
 	return optionFunc(func(c *config) error { c.pair = s; return nil })
 }
 
 // WithExitSettings sets the settings of each exit's own breaker. Default DefaultExitSettings().
+// An exit may override them field by field (Exit.WithExitSettings).
 func WithExitSettings(s breaker.Settings) Option {
 	return optionFunc(func(c *config) error { c.exit = s; return nil })
 }

@@ -255,7 +255,7 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bo
 	}
 	var pr *pair
 	switch {
-	case !p.lazyPairs:
+	case !p.lazyPairs || o.eager || es.eager:
 		var alive bool
 		if pr, alive = p.pairFor(o, es); !alive {
 			t.exitPm.Release(now)
@@ -270,7 +270,11 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bo
 	} else {
 		t.pair = pr
 		t.pairState = pr.b.State(now)
-		if t.pairPm, ok = pr.b.AcquireLease(now, lease); !ok {
+		pairLease := lease
+		if pr.b.Policy() != p.pairPol {
+			pairLease = 0 // an origin's or an exit's own settings: the breaker's own ProbeLease
+		}
+		if t.pairPm, ok = pr.b.AcquireLease(now, pairLease); !ok {
 			if !p.dryRun {
 				t.exitPm.Release(now)
 				return ticket{}, false

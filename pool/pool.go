@@ -16,10 +16,16 @@ import (
 // trouble; and one per origin, the origin guard. It picks an exit for each request. Exits can be
 // added and removed while traffic flows. A Pool is safe for concurrent use.
 type Pool struct {
-	clock     clock.Clock
-	pairPol   *breaker.Policy
-	exitPol   *breaker.Policy
-	guard     guardConfig
+	clock   clock.Clock
+	pairPol *breaker.Policy
+	exitPol *breaker.Policy
+	guard   guardConfig
+	// pairRaw and exitRaw are the pair and exit settings as given, zero fields unfilled: an
+	// override is layered over them before defaults are filled in, so that a derived default
+	// (MaxCooldown from BaseCooldown, ParkFor from MaxCooldown) follows the override.
+	pairRaw, exitRaw breaker.Settings
+	// rules are the WithOriginSettings patterns, most specific first (origins.go).
+	rules     []*originRule
 	obs       observers
 	dryRun    bool
 	inline    bool // sweep on the pick that finds a sweep due
@@ -92,9 +98,16 @@ func New(opts ...Option) (*Pool, error) {
 		claimer:  c.claimer,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
 	}
+	p.pairRaw, p.exitRaw = c.pair, c.exit
+	if err := p.resolveRules(c); err != nil {
+		return nil, err
+	}
 	p.probeLease = pairPol.Settings().ProbeLease
 	p.retired = make(map[string]retiredExit)
 	p.retention = max(c.idleTTL, p.probeLease, exitPol.Settings().ProbeLease, guard.policy.Settings().ProbeLease)
+	for _, r := range p.rules {
+		p.retention = max(p.retention, r.pairPol.Settings().ProbeLease, r.guard.policy.Settings().ProbeLease)
+	}
 	if p.gate.PairsLimited() {
 		p.lazyPairs = false
 	}
@@ -156,23 +169,32 @@ type originState struct {
 	bucket  *ratelimit.Bucket // the origin's own bucket, across all exits; nil if not limited
 	dead    atomic.Bool       // dropped from the pool's table by a sweep; re-look it up
 	guard   *originGuard
+	// rule is the most specific WithOriginSettings pattern matching key, looked up once when the
+	// origin state is made; nil when none does.
+	rule *originRule
+	// eager: the origin's pair settings count successes (FailureRatio), so its pairs need a
+	// breaker from their first pick.
+	eager bool
 	// epoch counts the times a pair of this origin returned to CLOSED. A lease admitted without
 	// looking at its pair (lazyPair) remembers it, so its verdict can tell a pair that re-closed
 	// since — whose generation it never saw — from one that stayed CLOSED (see pairPermit).
 	epoch atomic.Uint64
-	// pace is what the origin's pairs learned of its rate limit, a prior for its other pairs; learn
-	// is what its bans lasted (pace.go).
+	// pace is the window the origin's pairs learned, a prior for its other pairs; learn is what
+	// its bans lasted (pace.go).
 	pace  originPace
 	learn recoveryStats
 }
 
 type pair struct {
 	b      *breaker.Breaker
-	pace   *ratelimit.Pair
+	pace   *ratelimit.Pair // nil when nothing limits or adapts pairs
 	exit   *exitState
 	origin *originState
 	// closedEpoch is the origin's epoch when the pair last returned to CLOSED; 0 if never.
 	closedEpoch atomic.Uint64
+	// mute silences the breaker's hooks: while a retune restores its state into it before it is
+	// in the table, and for good once a retune has replaced it (retune.go).
+	mute atomic.Bool
 	// episode is when the pair's current ban episode began (Unix ns; 0: none): its trip from CLOSED
 	// for a block or a rate limit without Retry-After (pace.go).
 	episode atomic.Int64
@@ -189,7 +211,8 @@ func (p *Pool) origin(key string) *originState {
 	p.omu.Lock()
 	defer p.omu.Unlock()
 	if o = p.origins[key]; o == nil {
-		o = &originState{key: key, pairs: make(map[uint32]*pair)}
+		o = &originState{key: key, pairs: make(map[uint32]*pair), rule: p.ruleFor(key)}
+		o.eager = o.rule != nil && o.rule.eager
 		o.bucket = p.gate.OriginBucket(key)
 		o.guard = p.newOriginGuard(o)
 		p.origins[key] = o
@@ -218,28 +241,48 @@ func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
 	if pr := o.pairs[es.id]; pr != nil {
 		return pr, true
 	}
-	pr := &pair{exit: es, origin: o}
-	pr.b = p.pairPol.NewBreakerWith(breaker.Hooks{
-		OnStateChange: func(t breaker.Transition) {
-			// As for the exit's own breaker (newExitState): its current version, or nothing.
-			pr.noteEpisode(t)
-			if cur := p.set.Load().byID[es.id]; cur != nil {
-				p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: cur.exit, Origin: pr.origin.key, Transition: t})
-			}
-		},
-		Mirror: func(notClosed bool) {
-			if !notClosed {
-				pr.closedEpoch.Store(o.epoch.Add(1))
-			}
-			o.open.set(es.id, notClosed)
-		},
-	})
+	// The exit's current version carries its current settings: es may be one a lease picked
+	// before a Sync retuned the exit.
+	tune := es.tune
+	if cur := p.set.Load().byID[es.id]; cur != nil {
+		tune = cur.tune
+	}
+	pr := p.newPair(o, es, p.pairPolicy(o, tune))
 	pr.pace = p.gate.NewPair(es.exit.label)
 	if pr.pace.Bucket() != nil {
 		o.limited.set(es.id, true)
 	}
 	o.pairs[es.id] = pr
 	return pr, true
+}
+
+// newPair returns a pair of o and es whose breaker pol governs, not yet in o's table and without a
+// pace.
+func (p *Pool) newPair(o *originState, es *exitState, pol *breaker.Policy) *pair {
+	pr := &pair{exit: es, origin: o}
+	id := es.id
+	pr.b = pol.NewBreakerWith(breaker.Hooks{
+		OnStateChange: func(t breaker.Transition) {
+			// As for the exit's own breaker (newExitState): its current version, or nothing.
+			if pr.mute.Load() {
+				return
+			}
+			pr.noteEpisode(t)
+			if cur := p.set.Load().byID[id]; cur != nil {
+				p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: cur.exit, Origin: pr.origin.key, Transition: t})
+			}
+		},
+		Mirror: func(notClosed bool) {
+			if pr.mute.Load() {
+				return
+			}
+			if !notClosed {
+				pr.closedEpoch.Store(o.epoch.Add(1))
+			}
+			o.open.set(id, notClosed)
+		},
+	})
+	return pr
 }
 
 // originList returns the origins the pool holds now, so callers can visit them without holding

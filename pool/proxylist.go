@@ -8,6 +8,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
 )
 
 // maxListErrors bounds how many bad lines ReadExits reports, so a wrong file does not produce a
@@ -26,7 +29,21 @@ const maxListLine = 64 << 10
 //
 //	# datacenter pool
 //	http://user:pass@dc1.example:8080  label=dc-1 tier=0 weight=2
-//	res.example:7777:user-session-42:secret  tier=1
+//	res.example:7777:user-session-42:secret  tier=1 failures=5 cooldown=1m exit-park=1h
+//
+// label, tier and weight are Exit.WithLabel, WithTier and WithWeight. The breaker attributes give
+// the exit settings of its own (Exit.WithPairSettings for its pair breakers, Exit.WithExitSettings
+// with the exit- prefix for its own breaker), each replacing one field of the pool's settings:
+//
+//	failures=N        FailureThreshold (1 to 1024)     exit-failures=N
+//	window=D          Window                            exit-window=D
+//	cooldown=D        BaseCooldown                      exit-cooldown=D
+//	max-cooldown=D    MaxCooldown                       exit-max-cooldown=D
+//	park=D            ParkFor                           exit-park=D
+//
+// D is a positive Go duration (30s, 15m, 2h). A max-cooldown shorter than the cooldown on the same
+// line is an error here; the rest is validated against the pool's settings when the exits join
+// a pool (Add, Sync), whose error names the exit.
 //
 // Blank lines and lines starting with # are skipped. A line may hold up to 64 KiB (65,536 bytes,
 // not counting its line ending); a longer one is an error, and reading goes on at the next line.
@@ -102,6 +119,7 @@ func parseListLine(text string) (*Exit, error) {
 	if err != nil {
 		return nil, err
 	}
+	var over listOverride
 	for i, f := range fields[1:] {
 		// A field that is not a known attribute may be the tail of a password with a space in it:
 		// errors name its position, never its text.
@@ -128,8 +146,87 @@ func parseListLine(text string) (*Exit, error) {
 			}
 			e = e.WithWeight(w)
 		default:
-			return nil, fmt.Errorf("proxy %s: field %d after the proxy: unknown attribute (want label, tier or weight)", e.Label(), i+1)
+			known, err := over.set(k, v)
+			if err != nil {
+				return nil, fmt.Errorf("proxy %s: %w", e.Label(), err)
+			}
+			if !known {
+				return nil, fmt.Errorf("proxy %s: field %d after the proxy: unknown attribute (want label, tier, weight or a breaker setting: %s)", e.Label(), i+1, breakerAttrNames)
+			}
 		}
 	}
+	if err := over.check(); err != nil {
+		return nil, fmt.Errorf("proxy %s: %w", e.Label(), err)
+	}
+	if over != (listOverride{}) {
+		e = e.WithPairSettings(over.pair.settings()).WithExitSettings(over.exit.settings())
+	}
 	return e, nil
+}
+
+// breakerAttrNames lists the breaker attributes of a proxy-list line, for errors.
+const breakerAttrNames = "failures, window, cooldown, max-cooldown, park, and the same with exit-"
+
+// listOverride is the breaker attributes of one proxy-list line: for the exit's pair breakers
+// (failures=, window=, cooldown=, max-cooldown=, park=) and, prefixed exit-, for its own breaker.
+type listOverride struct{ pair, exit listSettings }
+
+// listSettings is the part of breaker.Settings a list line may set. Zero fields inherit.
+type listSettings struct {
+	failures                        int
+	window, cooldown, maxCool, park time.Duration
+}
+
+func (l listSettings) settings() breaker.Settings {
+	return breaker.Settings{FailureThreshold: l.failures, Window: l.window, BaseCooldown: l.cooldown, MaxCooldown: l.maxCool, ParkFor: l.park}
+}
+
+// set applies attribute k=v; known is false when k is no breaker attribute. A value is a positive
+// integer (failures, at most breaker.MaxFailureThreshold) or a positive duration ("30s", "15m").
+func (o *listOverride) set(k, v string) (known bool, err error) {
+	s := &o.pair
+	name := k
+	if rest, ok := strings.CutPrefix(k, "exit-"); ok {
+		s, name = &o.exit, rest
+	}
+	var d *time.Duration
+	switch name {
+	case "failures":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > breaker.MaxFailureThreshold {
+			return true, fmt.Errorf("%s %q: want an integer from 1 to %d", k, v, breaker.MaxFailureThreshold)
+		}
+		s.failures = n
+		return true, nil
+	case "window":
+		d = &s.window
+	case "cooldown":
+		d = &s.cooldown
+	case "max-cooldown":
+		d = &s.maxCool
+	case "park":
+		d = &s.park
+	default:
+		return false, nil
+	}
+	x, err := time.ParseDuration(v)
+	if err != nil || x <= 0 {
+		return true, fmt.Errorf("%s %q: want a positive duration (30s, 15m, 2h)", k, v)
+	}
+	*d = x
+	return true, nil
+}
+
+// check refuses what no pool could accept, so the line is named: a max-cooldown shorter than the
+// cooldown on the same line. The rest is checked against the pool's settings when the exit joins.
+func (o *listOverride) check() error {
+	for _, c := range []struct {
+		prefix string
+		s      listSettings
+	}{{"", o.pair}, {"exit-", o.exit}} {
+		if c.s.maxCool != 0 && c.s.maxCool < c.s.cooldown {
+			return fmt.Errorf("%smax-cooldown %v is shorter than %scooldown %v", c.prefix, c.s.maxCool, c.prefix, c.s.cooldown)
+		}
+	}
+	return nil
 }

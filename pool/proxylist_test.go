@@ -90,7 +90,7 @@ func TestReadExitsErrors(t *testing.T) {
 		{"a.example:80 weight=NaN", []string{"line 1:", `weight "NaN"`}},
 		{"a.example:80 weight=heavy", []string{"line 1:", `weight "heavy"`}},
 		{"a.example:80 label=", []string{"line 1:", "empty label"}},
-		{"a.example:80 color=red", []string{"line 1:", "field 1 after the proxy: unknown attribute", "want label, tier or weight"}},
+		{"a.example:80 color=red", []string{"line 1:", "field 1 after the proxy: unknown attribute", "want label, tier, weight or a breaker setting"}},
 		{"a.example:80 Tier=1", []string{"line 1:", "field 1 after the proxy: unknown attribute"}},
 		{"a.example:80 dc", []string{"line 1:", "field 1 after the proxy: want key=value"}},
 		{"a.example:80:user:s3cr3t-PW   tier=1 oops", []string{"line 1:", "field 2 after the proxy", "http://user:xxxxx@a.example:80"}},

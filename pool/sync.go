@@ -2,6 +2,7 @@ package pool
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -25,8 +26,8 @@ type SyncResult struct {
 	// Replaced counts labels whose dialing URL changed (scheme, host, port or credentials): the
 	// label now names a different proxy, which starts with fresh breakers (see CauseReplaced).
 	Replaced int
-	// Updated counts labels whose tier or weight changed and nothing else: the same proxy, which
-	// keeps its breakers, buckets, sessions and leases.
+	// Updated counts labels whose tier, weight or breaker settings changed and nothing else: the
+	// same proxy, which keeps its breakers' state, buckets, sessions and leases.
 	Updated int
 	// Kept counts labels that did not change at all: the pool keeps the *Exit it had.
 	Kept int
@@ -46,9 +47,13 @@ func (r SyncResult) String() string {
 // flows (see Reloader). For each label:
 //
 //   - in the pool with the same dialing URL, tier and weight: kept, *Exit and all (Kept);
-//   - in the pool with the same dialing URL but another tier or weight: the new *Exit takes the
-//     old one's place and its state — exit and pair breakers, token buckets, session pins, leases
-//     out and their counts (Updated);
+//   - in the pool with the same dialing URL but another tier, weight or breaker settings
+//     (Exit.WithPairSettings, Exit.WithExitSettings; failures=, cooldown=, … in a list): the new
+//     *Exit takes the old one's place and its state — exit and pair breakers, token buckets,
+//     session pins, leases out and their counts (Updated). Breakers whose settings changed are
+//     remade with the new ones and take over the old ones' state, clamped to what the new
+//     settings could produce, as a restore is; failures counted toward a trip and probes in
+//     flight are forgotten, and observers hear no transition for it;
 //   - in the pool with another dialing URL, credentials included: a different proxy under the same
 //     label. The old exit is removed and the new one starts fresh, with new breakers and buckets;
 //     sessions pinned to the old one pick again (Replaced). A new password is a new exit, so a
@@ -79,7 +84,13 @@ func (p *Pool) Sync(exits []*Exit) (SyncResult, error) {
 		p.mu.Unlock()
 		return SyncResult{}, err
 	}
+	tunes, err := p.syncTunes(old, exits)
+	if err != nil {
+		p.mu.Unlock()
+		return SyncResult{}, err
+	}
 	var (
+		rs       retunes
 		res      SyncResult
 		all      = make([]*exitState, 0, len(exits))
 		listed   = make(map[string]bool, len(exits))
@@ -88,23 +99,22 @@ func (p *Pool) Sync(exits []*Exit) (SyncResult, error) {
 		updated  []*Exit      // old *Exit of an updated label: observers told
 		replaced []replacement
 	)
-	for _, e := range exits {
+	for i, e := range exits {
 		listed[e.label] = true
 		cur := old.byLabel[e.label]
 		switch {
 		case cur == nil:
-			all = append(all, p.joinExit(e))
+			all = append(all, p.joinExit(e, tunes.at(i), &rs))
 			res.Added++
 		case !sameProxy(cur.exit, e):
-			fresh := p.newExitState(e)
+			fresh := p.newExitState(e, tunes.at(i))
 			all = append(all, fresh)
 			dropped = append(dropped, cur)
 			replaced = append(replaced, replacement{old: cur, exit: e})
 			res.Replaced++
-		case cur.exit.tier != e.tier || cur.exit.weight != e.weight:
-			next := *cur // same id, breakers, bucket and life
-			next.exit = e
-			all = append(all, &next)
+		case cur.exit.tier != e.tier || cur.exit.weight != e.weight || !sameOverride(cur.exit.over, e.over):
+			// Same id, breakers (remade if its settings changed), bucket and life.
+			all = append(all, p.retune(cur, e, tunes.at(i), &rs))
 			updated = append(updated, cur.exit)
 			res.Updated++
 		default:
@@ -121,6 +131,7 @@ func (p *Pool) Sync(exits []*Exit) (SyncResult, error) {
 	if res.Changed() || !sameOrder(old.all, all) {
 		p.set.Store(p.buildSet(all))
 	}
+	rs.finish(p)
 	p.retire(removed, true)
 	for _, es := range dropped {
 		p.gone.set(es.id, true)
@@ -144,6 +155,45 @@ func (p *Pool) Sync(exits []*Exit) (SyncResult, error) {
 		p.obs.stateChanged(c)
 	}
 	return res, nil
+}
+
+// syncTunes resolves the settings of the exits Sync will add, replace or update, before it changes
+// anything: the error names every exit whose settings are wrong. An exit that stays with the same
+// settings keeps the tuning it has. The result is nil when no exit has settings of its own: a Sync
+// of a list without breaker attributes pays nothing for them.
+func (p *Pool) syncTunes(old *exitSet, exits []*Exit) (syncTuning, error) {
+	var (
+		out  syncTuning
+		errs []error
+	)
+	for i, e := range exits {
+		if e.over == nil {
+			continue
+		}
+		if out == nil {
+			out = make(syncTuning, len(exits))
+		}
+		if cur := old.byLabel[e.label]; cur != nil && sameProxy(cur.exit, e) && sameOverride(cur.exit.over, e.over) {
+			out[i] = cur.tune
+			continue
+		}
+		t, err := p.tuneExit(e)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		out[i] = t
+	}
+	return out, errors.Join(errs...)
+}
+
+// syncTuning is the tuning of each exit of a Sync, in its order; nil when none has any.
+type syncTuning []*exitTuning
+
+func (s syncTuning) at(i int) *exitTuning {
+	if s == nil {
+		return nil
+	}
+	return s[i]
 }
 
 // sameProxy reports whether a and b dial the same proxy: the same URL, credentials included.

@@ -107,6 +107,16 @@ type Verdict struct {
 	// ConnLevel marks connection-level trouble (timeouts, resets, dropped tunnels), which also counts
 	// toward the exit's own failure rate across all origins.
 	ConnLevel bool
-	// Detector names the soft-block detector that matched, for ClassBlocked.
+	// Suspect marks a Success that may be the origin refusing this exit rather than answering the
+	// request: a plain 403, with no challenge or proxy marker, which a site sends both to an IP it
+	// has banned and to every client for a page nobody may see. The pool judges it at Report time
+	// by the origin's SuspectPolicy (OriginSettings.Suspect): by default, by whether the origin is
+	// serving other exits meanwhile (see SuspectEvidence). A Suspect verdict judged a block counts
+	// as Transient, ClassBlocked, for the pair, and keeps the flag; one judged the site's answer
+	// stays the Success it was. Only a Success at pair scope is judged; on other verdicts the flag
+	// does nothing.
+	Suspect bool
+	// Detector names the soft-block detector that matched, for ClassBlocked ("forbidden" when the
+	// pool judged a Suspect answer a block).
 	Detector string
 }
