@@ -147,14 +147,15 @@ var challengeCases = []struct {
 	detector string        // "" for a negative case
 	class    pool.Class    // for a negative case
 	retry    time.Duration // Retry-After the verdict carries
+	suspect  bool          // a plain 403: marked for the pool to judge (pool.Verdict.Suspect)
 }{
 	// Cloudflare.
 	{name: "cloudflare/just-a-moment-200", detector: "cloudflare"}, // issue 12: no cf-mitigated, no length
 	{name: "cloudflare/managed-challenge-403", detector: "cloudflare"},
 	{name: "cloudflare/under-attack-503", detector: "cloudflare", retry: 8 * time.Second},
 	{name: "cloudflare/access-denied-1020-403", detector: "cloudflare"},
-	{name: "cloudflare/ordinary-200", class: pool.ClassOK},      // cf-ray, __cf_bm, the jsd beacon
-	{name: "cloudflare/origin-403", class: pool.ClassOrigin4xx}, // the origin's own 403 through Cloudflare
+	{name: "cloudflare/ordinary-200", class: pool.ClassOK},                     // cf-ray, __cf_bm, the jsd beacon
+	{name: "cloudflare/origin-403", class: pool.ClassOrigin4xx, suspect: true}, // the origin's own 403 through Cloudflare
 	// Imperva (Incapsula).
 	{name: "imperva/incident-iframe-200", detector: "imperva"},
 	{name: "imperva/blocked-403", detector: "imperva"},
@@ -206,7 +207,7 @@ func TestChallengeFixtures(t *testing.T) {
 		a := &transport.Attempt{Request: resp.Request, Response: resp, Origin: "shop.example.test", Now: now}
 		got := transport.DefaultClassifier.Classify(a)
 
-		want := pool.Verdict{Outcome: pool.Success, Class: tc.class, RetryAfter: tc.retry}
+		want := pool.Verdict{Outcome: pool.Success, Class: tc.class, RetryAfter: tc.retry, Suspect: tc.suspect}
 		switch {
 		case tc.detector != "":
 			want = pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked, Detector: tc.detector, RetryAfter: tc.retry}

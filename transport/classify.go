@@ -122,7 +122,7 @@ func (c *StandardClassifier) classifyResponse(a *Attempt) pool.Verdict {
 	case code >= 500:
 		return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassOriginError}
 	case code >= 400:
-		return pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}
+		return pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx, Suspect: code == http.StatusForbidden}
 	}
 	return pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}
 }

@@ -153,6 +153,7 @@ func TestDefaultClassifierResponses(t *testing.T) {
 	}
 	ok := pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}
 	origin4xx := pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}
+	forbidden := pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx, Suspect: true} // the pool judges it
 	tests := []struct {
 		name       string
 		code       int
@@ -170,9 +171,9 @@ func TestDefaultClassifierResponses(t *testing.T) {
 		{name: "401", code: 401, want: origin4xx},
 		{name: "418", code: 418, body: "I'm a teapot", want: origin4xx},
 		{name: "451", code: 451, want: origin4xx},
-		{name: "403 plain", code: 403, body: "<html><body>Forbidden</body></html>", kv: []string{"Content-Type", "text/html"}, want: origin4xx},
-		{name: "403 plain with Retry-After", code: 403, body: "Forbidden", kv: []string{"Retry-After", "30"}, want: origin4xx},
-		{name: "403 cloudflare server, ordinary page", code: 403, body: "<html>nope</html>", kv: []string{"Server", "cloudflare"}, want: origin4xx},
+		{name: "403 plain", code: 403, body: "<html><body>Forbidden</body></html>", kv: []string{"Content-Type", "text/html"}, want: forbidden},
+		{name: "403 plain with Retry-After", code: 403, body: "Forbidden", kv: []string{"Retry-After", "30"}, want: forbidden},
+		{name: "403 cloudflare server, ordinary page", code: 403, body: "<html>nope</html>", kv: []string{"Server", "cloudflare"}, want: forbidden},
 
 		{name: "429 seconds", code: 429, kv: []string{"Retry-After", ra("120")},
 			want: pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: 120 * time.Second}},
@@ -410,7 +411,7 @@ func TestStandardClassifierWithoutDetectors(t *testing.T) {
 		resp *http.Response
 		want pool.Verdict
 	}{
-		{classifyResp(403, cf, false, "Cf-Mitigated", "challenge", "Server", "cloudflare"), pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}},
+		{classifyResp(403, cf, false, "Cf-Mitigated", "challenge", "Server", "cloudflare"), pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx, Suspect: true}},
 		{classifyResp(200, `<div class="g-recaptcha"></div>`, false, "Content-Type", "text/html"), pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK}},
 		{classifyResp(429, cf, false, "Retry-After", "5"), pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: 5 * time.Second}},
 		{classifyResp(503, cf, false), pool.Verdict{Outcome: pool.Transient, Class: pool.ClassOrigin5xx, Soft: true}},
@@ -453,7 +454,7 @@ func TestStandardClassifierCustomDetector(t *testing.T) {
 
 	// Not matching: the table decides.
 	a = classifyRespAttempt(classifyResp(403, "<h1>coffee</h1>", false))
-	if got, want := c.Classify(a), (pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}); got != want {
+	if got, want := c.Classify(a), (pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx, Suspect: true}); got != want {
 		t.Errorf("pool.Classify(403 coffee) = %+v, want %+v", got, want)
 	}
 

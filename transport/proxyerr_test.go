@@ -49,6 +49,7 @@ func TestProxyErrorReaders(t *testing.T) {
 	badReq := pool.Verdict{Outcome: pool.Neutral, Scope: pool.ScopeOrigin, Class: pool.ClassBadRequest}
 	tooLarge := pool.Verdict{Outcome: pool.Neutral, Scope: pool.ScopeOrigin, Class: pool.ClassOriginError}
 	ok4xx := pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}
+	forbidden := pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx, Suspect: true} // a plain 403: the pool judges it
 	origin5xx := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassOrigin5xx, Soft: true}
 	originErr := pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassOriginError}
 	connect := pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyConnect}
@@ -73,7 +74,7 @@ func TestProxyErrorReaders(t *testing.T) {
 		{"squid shutting down", "503 Service Unavailable", squid("ERR_SHUTTING_DOWN 0"), faultPair, faultExit},
 		{"squid authentication", "403 Forbidden", squid("ERR_CACHE_ACCESS_DENIED 0"), auth, auth},
 		{"squid unlisted error", "404 Not Found", squid("ERR_FTP_NOT_FOUND 0"), ok4xx, connect},
-		{"squid page without X-Squid-Error", "403 Forbidden", []string{"Server", "squid/5.7", "Mime-Version", "1.0"}, ok4xx, denied},
+		{"squid page without X-Squid-Error", "403 Forbidden", []string{"Server", "squid/5.7", "Mime-Version", "1.0"}, forbidden, denied},
 		{"squid marker with leading space", "403 Forbidden", squid(" ERR_ACCESS_DENIED 0"), denied, denied},
 
 		// tinyproxy 1.11.1's own answers.
@@ -137,12 +138,12 @@ func TestProxyErrorReaders(t *testing.T) {
 		// Oxylabs: a generic header name, trusted on a response only with its own statuses.
 		{"oxylabs no exit", "525 No Exit Found", []string{"X-Error-Description", "No exit found"}, faultPair, faultExit},
 		{"oxylabs timeout", "522 Timeout", []string{"X-Error-Description", "Timeout"}, upstream, upstream},
-		{"oxylabs restricted target", "403 Access Denied", []string{"X-Error-Description", "Restricted target"}, ok4xx, denied},
+		{"oxylabs restricted target", "403 Access Denied", []string{"X-Error-Description", "Restricted target"}, forbidden, denied},
 		{"oxylabs internal", "500 Internal Server Error", []string{"X-Error-Description", "internal"}, originErr, faultExit},
 		{"oxylabs bad request", "400 Bad Request", []string{"X-Error-Description", "parse"}, ok4xx, badReq},
 
 		// The status alone.
-		{"plain 403", "403 Forbidden", nil, ok4xx, denied},
+		{"plain 403", "403 Forbidden", nil, forbidden, denied},
 		{"plain 502", "502 Bad Gateway", nil, origin5xx, upstream},
 		{"plain 500", "500 Internal Server Error", nil, originErr, connect},
 		{"407 whatever it says", "407 Proxy Authentication Required", squid("ERR_ACCESS_DENIED 0"), auth, auth},
@@ -161,7 +162,7 @@ func TestProxyErrorReaders(t *testing.T) {
 func TestProxyErrorReadersOff(t *testing.T) {
 	c := &StandardClassifier{Detectors: DefaultDetectors}
 	plain, conn := proxyErrAttempts(proxyErrCase{status: "403 Forbidden", kv: []string{"X-Squid-Error", "ERR_ACCESS_DENIED 0"}})
-	if got, want := c.Classify(plain), (pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}); got != want {
+	if got, want := c.Classify(plain), (pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx, Suspect: true}); got != want {
 		t.Errorf("Classify(squid 403) without readers = %+v, want %+v", got, want)
 	}
 	// A CONNECT refused 403 is the pair's by its status alone.

@@ -443,7 +443,7 @@ func TestPeekErrorAfterThePeekReachesTheCaller(t *testing.T) {
 		name := fmt.Sprintf("known length %v", knownLen)
 		body := softblockPattern(200)
 		v, _ := softblockPeekCase(t, name, c, 403, "text/html", body, knownLen, nil, errSoftblockBoom)
-		if want := (pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx}); v != want {
+		if want := (pool.Verdict{Outcome: pool.Success, Class: pool.ClassOrigin4xx, Suspect: true}); v != want {
 			t.Errorf("%s: pool.Classify(403, dies after the peek) = %+v, want %+v", name, v, want)
 		}
 	}
