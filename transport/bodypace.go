@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -12,23 +11,6 @@ import (
 )
 
 // The body pace rule's defaults (BodyPace, WithBodyPace).
-const (
-	// DefaultBodyStallTimeout is how long a body may deliver nothing while the caller waits for it:
-	// the header timeout's default, so that an exit that falls silent is blamed as soon after its
-	// headers as before them, and before a 30 s http.Client.Timeout ends the request blaming nobody.
-	DefaultBodyStallTimeout = 15 * time.Second
-	// DefaultMinBodyRate is the slowest a body may arrive, in bytes per second of the caller's
-	// waiting. At 4 KiB/s a megabyte takes over four minutes: no exit worth keeping is that slow.
-	DefaultMinBodyRate = 4 << 10
-	// DefaultBodyRateWindow is the span of waiting the rate is averaged over.
-	DefaultBodyRateWindow = 10 * time.Second
-	// DefaultBodyRateGrace is how long the caller may wait at the start of a body before its rate
-	// is judged: an origin that takes a moment to start streaming is not slow.
-	DefaultBodyRateGrace = 5 * time.Second
-)
-
-// ErrSlowBody matches every *SlowBodyError (errors.Is).
-var ErrSlowBody = errors.New("transport: response body too slow")
 
 // BodyPace is the rule that blames an exit for a response body that stalls or trickles, before
 // the caller's deadline ends it: a Read fails with a *SlowBodyError, and the attempt counts once

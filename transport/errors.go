@@ -9,8 +9,16 @@ import (
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
-// ErrClosed is returned by RoundTrip after Close.
-var ErrClosed = errors.New("transport: closed")
+// Sentinel errors of the package.
+var (
+	// ErrClosed is returned by RoundTrip after Close.
+	ErrClosed = errors.New("transport: closed")
+	// ErrSlowBody matches every *SlowBodyError (errors.Is).
+	ErrSlowBody = errors.New("transport: response body too slow")
+	// ErrBadRetryAfter is returned by ParseRetryAfter for a value that is neither a non-negative
+	// number of seconds nor an HTTP-date.
+	ErrBadRetryAfter = errors.New("transport: bad Retry-After")
+)
 
 // ProxyConnectError is a CONNECT the proxy answered with something other than 200: 407 when it
 // rejected the credentials, 403 when it refuses the target. The per-exit base transport returns it

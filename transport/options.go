@@ -7,8 +7,40 @@ import (
 	"time"
 )
 
-// DefaultHeaderTimeout is how long an attempt may wait for its response headers by default.
-const DefaultHeaderTimeout = 15 * time.Second
+// Defaults of the options and of the classifier.
+const (
+	// DefaultHeaderTimeout is how long an attempt may wait for its response headers by default.
+	DefaultHeaderTimeout = 15 * time.Second
+	// DefaultPeekLimit is how much of a suspicious body the default classifier reads to look for a
+	// challenge page: challenge pages announce themselves in their first few KiB.
+	DefaultPeekLimit = 4 << 10
+	// DefaultMaxResponseHeaderBytes is how many bytes of response headers DefaultBaseTemplate accepts
+	// per attempt: 256 KiB, Chrome's own limit (net::ERR_RESPONSE_HEADERS_TOO_BIG), so any site a
+	// browser can load, big cookies included, loads through an exit too. Real sites send a few KiB; a
+	// session with many large Set-Cookie headers reaches tens of KiB. net/http's default, 10 MiB, lets
+	// one hostile or broken origin make every attempt buffer 10 MiB before the caller sees a byte;
+	// 256 KiB bounds that 40 times tighter while refusing nothing a browser accepts. For HTTP/2 the
+	// same figure (plus net/http's small per-field allowance) is advertised as
+	// SETTINGS_MAX_HEADER_LIST_SIZE.
+	//
+	// A response over the limit fails the attempt with net/http's error ("server response headers
+	// exceeded 262144 bytes" for HTTP/1, "response header list larger than advertised limit" for
+	// HTTP/2), which DefaultClassifier judges neutral and origin-scoped: the origin sent it, through
+	// every exit alike, so no exit is blamed and a retry through another exit would get the same.
+	DefaultMaxResponseHeaderBytes = 256 << 10
+	// DefaultBodyStallTimeout is how long a body may deliver nothing while the caller waits for it:
+	// the header timeout's default, so that an exit that falls silent is blamed as soon after its
+	// headers as before them, and before a 30 s http.Client.Timeout ends the request blaming nobody.
+	DefaultBodyStallTimeout = 15 * time.Second
+	// DefaultMinBodyRate is the slowest a body may arrive, in bytes per second of the caller's
+	// waiting. At 4 KiB/s a megabyte takes over four minutes: no exit worth keeping is that slow.
+	DefaultMinBodyRate = 4 << 10
+	// DefaultBodyRateWindow is the span of waiting the rate is averaged over.
+	DefaultBodyRateWindow = 10 * time.Second
+	// DefaultBodyRateGrace is how long the caller may wait at the start of a body before its rate
+	// is judged: an origin that takes a moment to start streaming is not slow.
+	DefaultBodyRateGrace = 5 * time.Second
+)
 
 // Option configures a Transport. Options are built by the With functions. As in package pool, a
 // zero value keeps the default, and a value that cannot be right (a nil func) is an error from New

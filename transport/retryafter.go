@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// ErrBadRetryAfter is returned by ParseRetryAfter for a value that is neither a non-negative number
-// of seconds nor an HTTP-date.
-var ErrBadRetryAfter = errors.New("transport: bad Retry-After")
-
 // maxRetryAfterSeconds keeps the arithmetic safe; breakers cap the result far lower
 // (breaker.Settings.MaxRetryAfter).
 const maxRetryAfterSeconds = 100 * 365 * 24 * 3600

@@ -7,10 +7,6 @@ import (
 	"strings"
 )
 
-// DefaultPeekLimit is how much of a suspicious body the default classifier reads to look for a
-// challenge page: challenge pages announce themselves in their first few KiB.
-const DefaultPeekLimit = 4 << 10
-
 // smallPage is the largest declared Content-Length of a 200 HTML response the default classifier
 // peeks at without a WAF header hint: interstitials are small, real pages rarely are.
 const smallPage = 32 << 10

@@ -11,21 +11,6 @@ import (
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
-// DefaultMaxResponseHeaderBytes is how many bytes of response headers DefaultBaseTemplate accepts
-// per attempt: 256 KiB, Chrome's own limit (net::ERR_RESPONSE_HEADERS_TOO_BIG), so any site a
-// browser can load, big cookies included, loads through an exit too. Real sites send a few KiB; a
-// session with many large Set-Cookie headers reaches tens of KiB. net/http's default, 10 MiB, lets
-// one hostile or broken origin make every attempt buffer 10 MiB before the caller sees a byte;
-// 256 KiB bounds that 40 times tighter while refusing nothing a browser accepts. For HTTP/2 the
-// same figure (plus net/http's small per-field allowance) is advertised as
-// SETTINGS_MAX_HEADER_LIST_SIZE.
-//
-// A response over the limit fails the attempt with net/http's error ("server response headers
-// exceeded 262144 bytes" for HTTP/1, "response header list larger than advertised limit" for
-// HTTP/2), which DefaultClassifier judges neutral and origin-scoped: the origin sent it, through
-// every exit alike, so no exit is blamed and a retry through another exit would get the same.
-const DefaultMaxResponseHeaderBytes = 256 << 10
-
 // DefaultBaseTemplate returns the template each exit's *http.Transport is cloned from by default:
 // net/http's defaults without ProxyFromEnvironment (a request never leaves except through its
 // exit), HTTP/2 attempted, bounded dial and TLS handshakes, and response headers bounded by
