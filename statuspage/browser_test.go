@@ -132,6 +132,9 @@ func (bp *browserPool) setUp() {
 		}
 	}
 	bp.report("alice", "shop.example", pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth})
+	// A 429 without Retry-After cuts the pair's pace (AIMD, limits being configured); one with it
+	// opens the pair for its 30 s.
+	bp.report("bob", "shop.example", pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited})
 	bp.report("bob", "shop.example", pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: 30 * time.Second})
 	for range 3 {
 		bp.report("erin", "search.example", pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked})
