@@ -166,9 +166,12 @@ type originState struct {
 	// limited: per exit id, the pair has a token bucket (a configured per-pair limit, or a cut
 	// pace not yet grown back).
 	limited bitTable
-	bucket  *ratelimit.Bucket // the origin's own bucket, across all exits; nil if not limited
-	dead    atomic.Bool       // dropped from the pool's table by a sweep; re-look it up
-	guard   *originGuard
+	// learning: per exit id, the pair's pace counts its successes (it has met a 429), so a success
+	// admitted without looking at the pair must find it (adapt); other successes look up nothing.
+	learning bitTable
+	bucket   *ratelimit.Bucket // the origin's own bucket, across all exits; nil if not limited
+	dead     atomic.Bool       // dropped from the pool's table by a sweep; re-look it up
+	guard    *originGuard
 	// rule is the most specific WithOriginSettings pattern matching key, looked up once when the
 	// origin state is made; nil when none does.
 	rule *originRule
@@ -335,6 +338,7 @@ func (p *Pool) Sweep(now time.Time) {
 				delete(o.pairs, id)
 				o.open.set(id, false)
 				o.limited.set(id, false)
+				o.learning.set(id, false)
 			}
 		}
 		empty := len(o.pairs) == 0 && o.guard.idle(now, p.idleTTL)

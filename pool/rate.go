@@ -49,6 +49,9 @@ func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 			t.origin.pace.learn(own)
 		}
 		t.origin.limited.set(t.exit.id, pr.pace.Bucket() != nil)
+		if pr.pace != nil {
+			t.origin.learning.set(t.exit.id, true)
+		}
 	case v.Class == ClassBlocked:
 		if t.pair != nil {
 			t.pair.pace.Challenged(now)
@@ -57,7 +60,10 @@ func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 		pr := t.pair
 		if pr == nil {
 			// Admitted without looking at its pair (CLOSED, or none yet): a pair that has met a
-			// 429 keeps counting its window all the same.
+			// 429 keeps counting its window all the same; the bit table spares the others a lookup.
+			if !t.origin.learning.get(t.exit.id) {
+				return
+			}
 			if pr = t.origin.lookupPair(t.exit.id); pr == nil {
 				return
 			}

@@ -76,7 +76,7 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 }
 
 // tokensReady peeks, taking nothing, at the buckets of exit i of g for o. Without configured
-// limits, and while the pair has shown none, it reads two bit tables and nothing else.
+// limits, and while the pair has shown none, it reads one bit table and nothing else.
 func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (bool, time.Time, Scope) {
 	if g.buckets != nil {
 		if ok, at := g.buckets[i].Ready(now); !ok {
