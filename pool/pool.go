@@ -189,8 +189,11 @@ type originState struct {
 }
 
 type pair struct {
-	b      *breaker.Breaker
-	pace   *ratelimit.Pair // nil when nothing limits or adapts pairs
+	b *breaker.Breaker
+	// pace is the pair's pace: made with the pair under a configured per-pair limit, else at its
+	// first 429 (most pairs never meet one, and a pace costs more than the rest of the pair);
+	// nil until then, and when nothing limits or adapts pairs.
+	pace   atomic.Pointer[ratelimit.Pair]
 	exit   *exitState
 	origin *originState
 	// closedEpoch is the origin's epoch when the pair last returned to CLOSED; 0 if never.
@@ -202,6 +205,9 @@ type pair struct {
 	// for a block or a rate limit without Retry-After (pace.go).
 	episode atomic.Int64
 }
+
+// pacer returns the pair's pace, nil if it has none yet.
+func (pr *pair) pacer() *ratelimit.Pair { return pr.pace.Load() }
 
 // origin returns the state for key, creating it if needed.
 func (p *Pool) origin(key string) *originState {
@@ -251,8 +257,8 @@ func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
 		tune = cur.tune
 	}
 	pr := p.newPair(o, es, p.pairPolicy(o, tune))
-	pr.pace = p.gate.NewPair(es.exit.label)
-	if pr.pace.Bucket() != nil {
+	if p.gate.PairsLimited() {
+		pr.pace.Store(p.gate.NewPair(es.exit.label))
 		o.limited.set(es.id, true)
 	}
 	o.pairs[es.id] = pr
@@ -334,7 +340,7 @@ func (p *Pool) Sweep(now time.Time) {
 			// An OPEN pair whose exit is itself out of CLOSED is not idle, whatever its breaker
 			// says: nothing could probe it. Forgetting it would bring it back fresh, at level 0.
 			blocked := o.open.get(id) && p.exitOpen.get(id)
-			if pr.exit.life.Load() == lifeForgotten || (!blocked && pr.b.Idle(now, p.idleTTL) && !pr.pace.Throttled()) {
+			if pr.exit.life.Load() == lifeForgotten || (!blocked && pr.b.Idle(now, p.idleTTL) && !pr.pacer().Throttled()) {
 				delete(o.pairs, id)
 				o.open.set(id, false)
 				o.limited.set(id, false)

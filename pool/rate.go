@@ -11,10 +11,10 @@ import (
 func (p *Pool) takeTokens(now time.Time, t *ticket) bool {
 	var pairBucket *ratelimit.Bucket
 	if t.pair != nil {
-		pairBucket = t.pair.pace.Bucket()
+		pairBucket = t.pair.pacer().Bucket()
 	} else if t.origin.limited.get(t.exit.id) {
 		if pr := t.origin.lookupPair(t.exit.id); pr != nil {
-			pairBucket = pr.pace.Bucket()
+			pairBucket = pr.pacer().Bucket()
 		}
 	}
 	return ratelimit.Take(now, t.exit.bucket, pairBucket, t.origin.bucket)
@@ -45,16 +45,23 @@ func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 				return
 			}
 		}
-		if own := pr.pace.Limited(now, v.RetryAfter, t.origin.pace.prior()); !own.IsZero() {
+		pc := pr.pacer()
+		if pc == nil {
+			if pc = p.gate.NewPair(t.exit.exit.label); pc == nil {
+				return // nothing limits or adapts pairs
+			}
+			if !pr.pace.CompareAndSwap(nil, pc) {
+				pc = pr.pacer()
+			}
+		}
+		if own := pc.Limited(now, v.RetryAfter, t.origin.pace.prior()); !own.IsZero() {
 			t.origin.pace.learn(own)
 		}
-		t.origin.limited.set(t.exit.id, pr.pace.Bucket() != nil)
-		if pr.pace != nil {
-			t.origin.learning.set(t.exit.id, true)
-		}
+		t.origin.limited.set(t.exit.id, pc.Bucket() != nil)
+		t.origin.learning.set(t.exit.id, true)
 	case v.Class == ClassBlocked:
 		if t.pair != nil {
-			t.pair.pace.Challenged(now)
+			t.pair.pacer().Challenged(now)
 		}
 	case v.Outcome == Success:
 		pr := t.pair
@@ -68,8 +75,8 @@ func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 				return
 			}
 		}
-		pr.pace.Served(now)
-		if pr.pace.Bucket() == nil && t.origin.limited.get(t.exit.id) {
+		pr.pacer().Served(now)
+		if pr.pacer().Bucket() == nil && t.origin.limited.get(t.exit.id) {
 			t.origin.limited.set(t.exit.id, false)
 		}
 	}

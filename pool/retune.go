@@ -89,7 +89,7 @@ func (rs *retunes) finish(p *Pool) {
 // o.pairs.
 func (p *Pool) remakePair(now time.Time, o *originState, es *exitState, old *pair, pol *breaker.Policy) *pair {
 	pr := p.newPair(o, es, pol)
-	pr.pace = old.pace
+	pr.pace.Store(old.pacer())
 	pr.mute.Store(true) // nobody else sees pr yet: its restore tells no one
 	old.mute.Store(true)
 	pr.b.Restore(now, handOver(now, old.b, old.b.Policy().Settings().ProbeLease))

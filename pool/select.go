@@ -85,7 +85,7 @@ func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (
 	}
 	if o.limited.get(g.ids[i]) {
 		if pr := o.lookupPair(g.ids[i]); pr != nil {
-			if ok, at := pr.pace.Bucket().Ready(now); !ok {
+			if ok, at := pr.pacer().Bucket().Ready(now); !ok {
 				return false, at, ScopePair
 			}
 		}

@@ -64,7 +64,7 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 				continue
 			}
 			ps := PairStatus{Exit: pr.exit.exit.label, Origin: o.key, Breaker: pr.b.Snapshot(now)}
-			if b := pr.pace.Bucket(); b != nil {
+			if b := pr.pacer().Bucket(); b != nil {
 				ps.Rate = float64(b.Limit())
 			}
 			s.Pairs = append(s.Pairs, ps)
