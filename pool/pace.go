@@ -22,7 +22,8 @@ import (
 // most DefaultMaxCooldown, DefaultRecoveryWindow until an episode has been seen. A ban of 25 minutes
 // is then probed every 2.5 minutes once the ladder reaches that, and a pair is back within a few
 // minutes of the ban's end, with about a dozen probes per ban; an origin whose bans last hours is
-// probed every 15 minutes, not every two.
+// probed every 15 minutes, not every two. Both are kept with the origin's state, so an origin the
+// idle sweep forgets (no pair and no traffic for the idle TTL) starts learning again.
 
 // DefaultRecoveryWindow is the longest wait between probes of a banned pair while its origin's
 // bans have not been measured yet.
