@@ -24,9 +24,11 @@ type exitState struct {
 	bucket *ratelimit.Bucket // the exit's own token bucket; nil if not limited
 	life   *atomic.Int32     // lifeIn, lifeRetired or lifeForgotten; shared by every version
 	tune   *exitTuning       // the exit's own breaker settings, resolved; nil: the pool's
-	// wideMute silences wide's hooks once a retune has replaced it (retune.go); shared, like
-	// wide, by every version that has this breaker.
-	wideMute *atomic.Bool
+	// wideMute silences wide's hooks once a retune has replaced it (retune.go); closedEpoch is the
+	// pool's exit epoch when wide last returned to CLOSED (0: never; see exitPermit). Both are
+	// shared, like wide, by every version that has this breaker.
+	wideMute    *atomic.Bool
+	closedEpoch *atomic.Uint64
 	// eager: the exit's pair settings count successes, so its pairs get a breaker on their first
 	// pick (a copy of tune.eager, where acquire reads it).
 	eager bool
@@ -55,6 +57,9 @@ type exitSet struct {
 	byID    map[uint32]*exitState
 	where   map[uint32]exitPos // group and index of each exit, for picks pinned to one exit
 	groups  []tierGroup        // by ascending tier; one group of everything when tiers are ignored
+	// anyEager and anyBucket say whether some exit is eager or has a token bucket: when none is,
+	// a pick need not load the exit it chose to find out.
+	anyEager, anyBucket bool
 }
 
 type exitPos struct{ group, index int }
@@ -138,7 +143,7 @@ func (p *Pool) newExitState(e *Exit, t *exitTuning) *exitState {
 	es := &exitState{exit: e, id: p.nextID, life: new(atomic.Int32), tune: t, eager: t != nil && t.eager}
 	p.nextID++
 	es.bucket = p.gate.ExitBucket(e.label)
-	es.wide, es.wideMute = p.newExitBreaker(es.id, p.exitPolicy(t))
+	es.wide, es.wideMute, es.closedEpoch = p.newExitBreaker(es.id, p.exitPolicy(t))
 	p.keepFor(t)
 	return es
 }
@@ -148,9 +153,9 @@ func (p *Pool) newExitState(e *Exit, t *exitTuning) *exitState {
 // exit a new tier or weight (a new version, the same breaker) or new settings (a new breaker,
 // retune.go); once the exit has left the pool, transitions go unreported — its label may belong to
 // another exit by now — while the bit table still follows the breaker, for the exit's return.
-func (p *Pool) newExitBreaker(id uint32, pol *breaker.Policy) (*breaker.Breaker, *atomic.Bool) {
+func (p *Pool) newExitBreaker(id uint32, pol *breaker.Policy) (*breaker.Breaker, *atomic.Bool, *atomic.Uint64) {
 	var b *breaker.Breaker
-	mute := new(atomic.Bool)
+	mute, closedEpoch := new(atomic.Bool), new(atomic.Uint64)
 	b = pol.NewBreakerWith(breaker.Hooks{
 		OnStateChange: func(t breaker.Transition) {
 			if mute.Load() {
@@ -161,6 +166,9 @@ func (p *Pool) newExitBreaker(id uint32, pol *breaker.Policy) (*breaker.Breaker,
 			}
 		},
 		Mirror: func(notClosed bool) {
+			if !notClosed {
+				closedEpoch.Store(p.exitEpoch.Add(1)) // before the bit, as for pairs (newPair)
+			}
 			if mute.Load() {
 				return
 			}
@@ -169,7 +177,7 @@ func (p *Pool) newExitBreaker(id uint32, pol *breaker.Policy) (*breaker.Breaker,
 			}
 		},
 	})
-	return b, mute
+	return b, mute, closedEpoch
 }
 
 // keepFor lengthens the retention of removed exits to t's probe leases: a probe out on a removed
@@ -264,6 +272,8 @@ func (p *Pool) buildSet(all []*exitState) *exitSet {
 	for _, es := range all {
 		s.byLabel[es.exit.label] = es
 		s.byID[es.id] = es
+		s.anyEager = s.anyEager || es.eager
+		s.anyBucket = s.anyBucket || es.bucket != nil
 	}
 	byTier := map[int][]*exitState{}
 	for _, es := range all {

@@ -37,6 +37,7 @@ func (p *Pool) PickAt(ctx context.Context, now time.Time, r Request) (Lease, err
 // ticket is one admitted attempt: the permits it holds and what it needs to report its verdict.
 type ticket struct {
 	exit      *exitState
+	id        uint32 // exit.id, kept so that releasing and reporting need not load the exit
 	origin    *originState
 	pair      *pair
 	pairPm    breaker.Permit
@@ -49,6 +50,10 @@ type ticket struct {
 	// showed it CLOSED); epoch is the origin's epoch then (see pairPermit).
 	lazyPair bool
 	epoch    uint64
+	// lazyExit: admitted while the exit's bit showed its breaker CLOSED, without touching the
+	// breaker; exitEpoch is the pool's exit epoch then (see exitPermit).
+	lazyExit  bool
+	exitEpoch uint64
 	retries  *Retries
 	now      time.Time // when the attempt was admitted (after any wait for a token)
 }
@@ -118,20 +123,24 @@ func (p *Pool) pickOnce(now time.Time, r Request) (t ticket, tokenAt time.Time, 
 	var c choice
 	for round, revived := 0, 0; round < maxPickRounds; round++ {
 		var es *exitState
+		var id uint32
 		if session != "" {
 			es = p.sessions.pinned(session, originKey, p.set.Load())
 			if es != nil && !p.sticks(now, o, es) {
 				es = nil
 			}
+			if es != nil {
+				id = es.id
+			}
 		}
 		if es == nil {
 			c = p.choose(now, o, memo)
-			es = c.exit
+			es, id = c.exit, c.id
 		}
 		if es == nil {
 			break
 		}
-		t, ok := p.acquire(now, o, es)
+		t, ok := p.acquire(now, o, es, id)
 		if !ok {
 			if o.isDead() && revived < 2*maxPickRounds {
 				// A sweep dropped the origin between lookup and acquire: start again on its
@@ -156,7 +165,7 @@ func (p *Pool) pickOnce(now time.Time, r Request) (t ticket, tokenAt time.Time, 
 		t.originPm = originPm
 		t.would = t.would || guardWould
 		if session != "" {
-			p.sessions.pin(session, originKey, es.id)
+			p.sessions.pin(session, originKey, id)
 		}
 		return t, time.Time{}, scopeNone, nil
 	}
@@ -184,7 +193,7 @@ func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string
 	if !ok {
 		return ticket{}, time.Time{}, scopeNone, refuse
 	}
-	t, ok := p.acquire(now, o, es)
+	t, ok := p.acquire(now, o, es, es.id)
 	if !ok {
 		return ticket{}, time.Time{}, scopeNone, refuse // another request took the probe slot
 	}
@@ -233,16 +242,15 @@ func (p *Pool) sticks(now time.Time, o *originState, es *exitState) bool {
 // handed the verdict only when it is a failure, and only if the pair has not re-closed since
 // (pairPermit). Either way a verdict counts only in the generation the attempt was admitted in.
 // Only breakers out of CLOSED — the ones with probe slots to guard — are acquired under their locks.
-func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bool) {
-	id := es.id
+func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32) (ticket, bool) {
 	if p.gone.get(id) {
 		return ticket{}, false
 	}
-	t := ticket{exit: es, origin: o}
+	t := ticket{exit: es, id: id, origin: o}
 	lease := p.probeLease
 	ok := false
 	if !p.exitOpen.get(id) {
-		t.exitPm, ok = es.wide.ClosedPermit()
+		t.lazyExit, t.exitEpoch, ok = true, p.exitEpoch.Load(), true
 	}
 	if !ok {
 		t.exitState = es.wide.State(now)
@@ -255,7 +263,7 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bo
 	}
 	var pr *pair
 	switch {
-	case !p.lazyPairs || o.eager || es.eager:
+	case !p.lazyPairs || o.eager || (p.set.Load().anyEager && es.eager):
 		var alive bool
 		if pr, alive = p.pairFor(o, es); !alive {
 			t.exitPm.Release(now)
@@ -289,4 +297,20 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState) (ticket, bo
 	}
 	p.inflight.add(id, 1)
 	return t, true
+}
+
+// exitPermit returns the exit's permit for t's verdict. An attempt admitted while the exit's bit
+// showed it CLOSED (lazyExit) held a CLOSED permit of the generation it was admitted in, in
+// spirit, as a lazy pair does (pairPermit): if the exit tripped since, it is not CLOSED now; if it
+// tripped and closed again, its closedEpoch is later than the attempt's exitEpoch. Either way the
+// verdict is stale and the zero permit drops it.
+func (p *Pool) exitPermit(t *ticket) breaker.Permit {
+	if !t.lazyExit {
+		return t.exitPm
+	}
+	pm, closed := t.exit.wide.ClosedPermit()
+	if !closed || t.exit.closedEpoch.Load() > t.exitEpoch {
+		return breaker.Permit{}
+	}
+	return pm
 }

@@ -46,7 +46,10 @@ type Pool struct {
 	// Per exit id, read by the picker without locks: whether the exit's own breaker is out of
 	// CLOSED (kept by the breaker's Mirror hook, under its lock), and requests in flight.
 	exitOpen bitTable
-	gone     bitTable // removed exits
+	// exitEpoch counts the exit breakers' returns to CLOSED: an attempt admitted without touching
+	// its exit's breaker keeps the epoch it saw (ticket.exitEpoch, exitPermit).
+	exitEpoch atomic.Uint64
+	gone      bitTable // removed exits
 	inflight counterTable
 	// lazyPairs: a pair gets a breaker only when it first fails (see finish). Successes of a pair
 	// with no breaker need no counting unless the failure-ratio condition is on, and it needs no

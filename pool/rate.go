@@ -12,18 +12,22 @@ func (p *Pool) takeTokens(now time.Time, t *ticket) bool {
 	var pairBucket *ratelimit.Bucket
 	if t.pair != nil {
 		pairBucket = t.pair.pacer().Bucket()
-	} else if t.origin.limited.get(t.exit.id) {
-		if pr := t.origin.lookupPair(t.exit.id); pr != nil {
+	} else if t.origin.limited.get(t.id) {
+		if pr := t.origin.lookupPair(t.id); pr != nil {
 			pairBucket = pr.pacer().Bucket()
 		}
 	}
-	return ratelimit.Take(now, t.exit.bucket, pairBucket, t.origin.bucket)
+	var exitBucket *ratelimit.Bucket
+	if p.set.Load().anyBucket { // most pools limit no exit: then the exit is not even loaded
+		exitBucket = t.exit.bucket
+	}
+	return ratelimit.Take(now, exitBucket, pairBucket, t.origin.bucket)
 }
 
 // unacquire gives back the exit's and the pair's permits of a ticket whose tokens could not be
 // taken (the origin guard's permit is kept for the next round).
 func (p *Pool) unacquire(now time.Time, t *ticket) {
-	p.inflight.add(t.exit.id, -1)
+	p.inflight.add(t.id, -1)
 	t.pairPm.Release(now)
 	t.exitPm.Release(now)
 }

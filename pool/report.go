@@ -18,8 +18,9 @@ import (
 //   - Permanent, pair scope: the pair is parked.
 //   - Neutral: nothing is counted; every slot is freed.
 func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter breaker.State) {
-	p.inflight.add(t.exit.id, -1)
-	originsFault := t.origin.guard.observe(now, t.exit.id, v, t.originPm)
+	p.inflight.add(t.id, -1)
+	originsFault := t.origin.guard.observe(now, t.id, v, t.originPm)
+	exitPm := p.exitPermit(t)
 	p.adapt(now, t, v)
 	f := breaker.Failure{
 		Permanent:  v.Outcome == Permanent,
@@ -33,26 +34,26 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter
 	switch {
 	case v.Outcome == Success:
 		t.pairPm.Success(now)
-		t.exitPm.Success(now)
+		exitPm.Success(now)
 	case v.Outcome == Neutral:
 		t.pairPm.Neutral(now)
-		t.exitPm.Neutral(now)
+		exitPm.Neutral(now)
 	case v.Scope == ScopeExit:
 		t.pairPm.Neutral(now)
-		t.exitPm.Failure(now, f)
+		exitPm.Failure(now, f)
 	case v.Scope == ScopeOrigin || (originsFault && v.RetryAfter <= 0):
 		t.pairPm.Neutral(now)
-		t.exitPm.Neutral(now)
+		exitPm.Neutral(now)
 	case originsFault:
 		// The origin is to blame, but it asked this exit to come back later: honour that.
 		p.pairPermit(t).Failure(now, f)
-		t.exitPm.Neutral(now)
+		exitPm.Neutral(now)
 	default: // pair scope
 		p.pairPermit(t).Failure(now, f)
 		if v.ConnLevel {
-			t.exitPm.Failure(now, breaker.Failure{Reason: f.Reason})
+			exitPm.Failure(now, breaker.Failure{Reason: f.Reason})
 		} else {
-			t.exitPm.Neutral(now)
+			exitPm.Neutral(now)
 		}
 	}
 	pairAfter = breaker.Closed
@@ -91,7 +92,7 @@ func (p *Pool) pairPermit(t *ticket) breaker.Permit {
 
 // release gives back every permit of a ticket that never produced an attempt.
 func (p *Pool) release(now time.Time, t *ticket) {
-	p.inflight.add(t.exit.id, -1)
+	p.inflight.add(t.id, -1)
 	t.pairPm.Release(now)
 	t.exitPm.Release(now)
 	t.originPm.Release(now)

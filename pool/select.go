@@ -11,6 +11,7 @@ const sampleTries = 8
 // admit a probe and the soonest a token comes for an exit whose breakers are ready.
 type choice struct {
 	exit       *exitState
+	id         uint32 // exit.id, so that acquiring it need not load the exit
 	probeAt    time.Time
 	tokenAt    time.Time
 	tokenScope Scope
@@ -30,11 +31,11 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries) choice {
 		}
 		for gi := range set.groups {
 			g := &set.groups[gi]
-			if es := p.sample(g, now, o, avoid); es != nil {
-				return choice{exit: es}
+			if es, id := p.sample(g, now, o, avoid); es != nil {
+				return choice{exit: es, id: id}
 			}
 			if p.scan(g, now, o, avoid, &c); c.exit != nil {
-				return choice{exit: c.exit}
+				return choice{exit: c.exit, id: c.id}
 			}
 		}
 	}
@@ -63,7 +64,10 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 	if p.dryRun || (!p.exitOpen.get(id) && !o.open.get(id)) {
 		return true, time.Time{}
 	}
-	ok, at := g.exits[i].wide.Ready(now)
+	ok, at := true, time.Time{}
+	if p.exitOpen.get(id) {
+		ok, at = g.exits[i].wide.Ready(now)
+	}
 	if pr := o.lookupPair(id); pr != nil {
 		pok, pat := pr.b.Ready(now)
 		if !ok && !pok && pat.After(at) {
@@ -116,9 +120,9 @@ func (p *Pool) draw(g *tierGroup) int {
 // sample draws up to sampleTries exits and returns a ready one: the first, or with LeastLoaded the
 // less loaded of the first two whose breakers admit — and only that one's buckets are peeked at
 // (then the other's), so a pick peeks at one bucket, not at every candidate's.
-func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retries) *exitState {
+func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retries) (*exitState, uint32) {
 	if len(g.ids) == 0 {
-		return nil
+		return nil, 0
 	}
 	first := -1
 	for range sampleTries {
@@ -128,7 +132,7 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retrie
 		}
 		if p.selection == Random || len(g.ids) == 1 {
 			if ok, _, _ := p.tokensReady(now, o, g, i); ok {
-				return g.exits[i]
+				return g.exits[i], g.ids[i]
 			}
 			continue
 		}
@@ -142,17 +146,17 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retrie
 		}
 		for _, j := range [2]int{a, b} {
 			if ok, _, _ := p.tokensReady(now, o, g, j); ok {
-				return g.exits[j]
+				return g.exits[j], g.ids[j]
 			}
 		}
 		first = -1
 	}
 	if first >= 0 {
 		if ok, _, _ := p.tokensReady(now, o, g, first); ok {
-			return g.exits[first]
+			return g.exits[first], g.ids[first]
 		}
 	}
-	return nil
+	return nil, 0
 }
 
 // scan visits every exit of g from a random start and picks a ready one at random (by weight)
@@ -174,7 +178,7 @@ func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *Retries,
 			w := g.exits[i].exit.weight
 			total += w
 			if float64(p.rand()>>11)/(1<<53)*total < w {
-				c.exit = g.exits[i]
+				c.exit, c.id = g.exits[i], g.ids[i]
 			}
 		case at.IsZero():
 		case scope != scopeNone:
