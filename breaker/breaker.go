@@ -11,39 +11,44 @@ import (
 // not usable. A Breaker is safe for concurrent use. Its memory is a few hundred bytes at most:
 // FailureThreshold instants, HalfOpenProbes leases and, with FailureRatio set, ten counters.
 type Breaker struct {
-	p        *Policy
-	onChange func(Transition)
-	mirror   func(notClosed bool)
+	p *Policy
+	w Watcher // the owner's hooks; nil for none
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// word is gen<<1 | (state != Closed), where gen is the breaker's generation. It is written
+	// under mu, after every change of state or generation (publish), and read without mu by Ready,
+	// State and ClosedPermit: a CLOSED breaker reads as CLOSED whatever now is, so the mirror
+	// answers them without taking the lock, which keeps the pool's peeks at mostly-CLOSED breakers
+	// from writing to (and, across cores, bouncing) the breaker's cache line — and it gives a
+	// lock-free CLOSED permit the exact generation it was admitted in. Under mu it is also where
+	// the generation lives (generation).
+	word   atomic.Uint64
 	state  State // stored state; OPEN reads as HALF_OPEN once now reaches nextProbe
 	parked bool
-	// word mirrors gen<<1 | (state != Closed). It is written under mu, after every change of state
-	// or generation (publish), and read without mu by Ready, State and ClosedPermit: a CLOSED
-	// breaker reads as CLOSED whatever now is, so the mirror answers them without taking the lock,
-	// which keeps the pool's peeks at mostly-CLOSED breakers from writing to (and, across cores,
-	// bouncing) the breaker's cache line — and it gives a lock-free CLOSED permit the exact
-	// generation it was admitted in.
-	word      atomic.Uint64
-	gen       uint64
-	level     int // backoff level of the last trip; decays while CLOSED
-	trips     uint32
-	softAt    int64 // when a soft failure began waiting for its other half; 0 if none
-	fails     failureRing
-	volume    *volumeBuckets
+	level  uint8 // backoff level of the last trip; decays while CLOSED (at most Policy.maxLevel)
+	cause  cause // of the last transition
+	trips  uint32
+
+	// tally is what the current CLOSED generation remembers of its verdicts; nil until its first
+	// failure (or, with FailureRatio, its first verdict), and dropped with the generation.
+	tally *tally
+	// probe is the HALF_OPEN bookkeeping; nil in the other states.
+	probe *probing
+
 	nextProbe int64 // OPEN: when probing may start
 	closedAt  int64 // when it last closed, for the level's decay; 0 if it never tripped
 	changedAt int64
-	lastCause Cause
+	lastUse   int64
 	lastFail  string
 	lastFailT int64
-	lastUse   int64
+}
 
-	// HALF_OPEN bookkeeping.
-	leases    []lease // one per probe slot, allocated on the first probe
+// probing is a HALF_OPEN breaker's probe slots, made when it enters HALF_OPEN.
+type probing struct {
+	leases    []lease // one per probe slot
 	inflight  int
 	successes int
-	leaseSeq  uint32
+	seq       uint32
 	reopenIn  int64 // the OPEN window a lease expiry leads to, drawn when HALF_OPEN began
 }
 
@@ -65,14 +70,10 @@ func New(s Settings, onChange func(Transition)) (*Breaker, error) {
 // state change, outside the breaker's lock, possibly concurrently with other calls: it must be quick
 // and must not block.
 func (p *Policy) NewBreaker(onChange func(Transition)) *Breaker {
-	b := &Breaker{p: p, onChange: onChange}
-	if p.s.FailureRatio > 0 {
-		b.volume = newVolumeBuckets(int64(p.s.Window))
-	}
-	return b
+	return p.NewBreakerWith(Hooks{OnStateChange: onChange})
 }
 
-// Hooks are the callbacks a breaker makes. Both may be nil.
+// Hooks are the optional callbacks of a breaker.
 type Hooks struct {
 	// OnStateChange is called after every state change, outside the breaker's lock, possibly
 	// concurrently with other calls: it must be quick and must not block.
@@ -85,27 +86,62 @@ type Hooks struct {
 	Mirror func(notClosed bool)
 }
 
+// StateChanged calls OnStateChange, if set.
+func (h *Hooks) StateChanged(t Transition) {
+	if h.OnStateChange != nil {
+		h.OnStateChange(t)
+	}
+}
+
+// MirrorClosed calls Mirror, if set.
+func (h *Hooks) MirrorClosed(notClosed bool) {
+	if h.Mirror != nil {
+		h.Mirror(notClosed)
+	}
+}
+
+// A Watcher is told of a breaker's changes, as Hooks are (StateChanged is OnStateChange,
+// MirrorClosed is Mirror, with the same rules). An owner that holds many breakers implements it
+// on itself and embeds each Breaker (Policy.Init), so that a breaker costs no callbacks of its own.
+type Watcher interface {
+	StateChanged(Transition)
+	MirrorClosed(notClosed bool)
+}
+
 // NewBreakerWith returns a CLOSED breaker governed by p, with hooks.
 func (p *Policy) NewBreakerWith(h Hooks) *Breaker {
-	b := p.NewBreaker(h.OnStateChange)
-	b.mirror = h.Mirror
+	b := new(Breaker)
+	if h.OnStateChange != nil || h.Mirror != nil {
+		p.Init(b, &h)
+	} else {
+		p.Init(b, nil)
+	}
 	return b
 }
 
-// publish mirrors the state and generation into word, under the lock, after every change of
+// Init makes *b a CLOSED breaker governed by p that tells w (nil: nobody) of its changes, in place:
+// for an owner that embeds a Breaker in its own struct. b must be the zero Breaker, not yet in use.
+func (p *Policy) Init(b *Breaker, w Watcher) {
+	b.p, b.w = p, w
+}
+
+// publish mirrors the state and generation gen into word, under the lock, after every change of
 // either. The Mirror hook runs before the new word is stored, so a reader that sees the new
 // generation also sees whatever the hook wrote.
-func (b *Breaker) publish() {
+func (b *Breaker) publish(gen uint64) {
 	notClosed := b.state != Closed
-	w := b.gen << 1
+	w := gen << 1
 	if notClosed {
 		w |= 1
 	}
-	if old := b.word.Load(); (old&1 != 0) != notClosed && b.mirror != nil {
-		b.mirror(notClosed)
+	if old := b.word.Load(); (old&1 != 0) != notClosed && b.w != nil {
+		b.w.MirrorClosed(notClosed)
 	}
 	b.word.Store(w)
 }
+
+// generation is the breaker's generation. Permits of another one are stale.
+func (b *Breaker) generation() uint64 { return b.word.Load() >> 1 }
 
 func (b *Breaker) notClosed() bool { return b.word.Load()&1 != 0 }
 
@@ -148,11 +184,11 @@ func (e *events) add(t Transition) {
 }
 
 func (b *Breaker) deliver(e *events) {
-	if b.onChange == nil {
+	if b.w == nil {
 		return
 	}
 	for i := range e.n {
-		b.onChange(e.ts[i])
+		b.w.StateChanged(e.ts[i])
 	}
 }
 
@@ -185,7 +221,7 @@ func (b *Breaker) view(now int64) (State, int64) {
 	case HalfOpen:
 		if e, ok := b.expiredLease(now); ok {
 			// The probe that held this lease has failed; the breaker is OPEN from e on.
-			if reopen := addSat(e, b.reopenIn); now < reopen {
+			if reopen := addSat(e, b.probe.reopenIn); now < reopen {
 				return Open, reopen
 			}
 			return HalfOpen, 0
@@ -203,12 +239,20 @@ func (b *Breaker) probeSlotFree(now int64) bool {
 	if _, ok := b.expiredLease(now); ok {
 		return true // view has already checked the re-opened window has passed
 	}
-	return b.inflight < b.p.s.HalfOpenProbes
+	return b.probe.inflight < b.p.s.HalfOpenProbes
+}
+
+// leases returns the probe slots: none outside HALF_OPEN.
+func (b *Breaker) leases() []lease {
+	if b.probe == nil {
+		return nil
+	}
+	return b.probe.leases
 }
 
 func (b *Breaker) expiredLease(now int64) (int64, bool) {
 	first, found := int64(0), false
-	for _, l := range b.leases {
+	for _, l := range b.leases() {
 		if l.deadline != 0 && l.deadline <= now && (!found || l.deadline < first) {
 			first, found = l.deadline, true
 		}
@@ -218,7 +262,7 @@ func (b *Breaker) expiredLease(now int64) (int64, bool) {
 
 func (b *Breaker) soonestLease() int64 {
 	var s int64
-	for _, l := range b.leases {
+	for _, l := range b.leases() {
 		if l.deadline != 0 && (s == 0 || l.deadline < s) {
 			s = l.deadline
 		}
@@ -251,26 +295,24 @@ func (b *Breaker) acquire(now, leaseFor int64, ev *events) (Permit, bool) {
 	switch b.state {
 	case Closed:
 		b.lastUse = now
-		return Permit{b: b, gen: b.gen, slot: -1}, true
+		return Permit{b: b, gen: b.generation(), slot: -1}, true
 	case Open:
 		if now < b.nextProbe {
 			return Permit{}, false
 		}
 		b.enterHalfOpen(now, ev)
 	}
-	if b.inflight >= b.p.s.HalfOpenProbes {
+	pr := b.probe
+	if pr.inflight >= b.p.s.HalfOpenProbes {
 		return Permit{}, false
 	}
-	if b.leases == nil {
-		b.leases = make([]lease, b.p.s.HalfOpenProbes)
-	}
-	for i := range b.leases {
-		if b.leases[i].deadline == 0 {
-			b.leaseSeq++
-			b.leases[i] = lease{deadline: addSat(now, max(leaseFor, 1)), seq: b.leaseSeq}
-			b.inflight++
+	for i := range pr.leases {
+		if pr.leases[i].deadline == 0 {
+			pr.seq++
+			pr.leases[i] = lease{deadline: addSat(now, max(leaseFor, 1)), seq: pr.seq}
+			pr.inflight++
 			b.lastUse = now
-			return Permit{b: b, gen: b.gen, slot: int16(i), seq: b.leaseSeq}, true
+			return Permit{b: b, gen: b.generation(), slot: int16(i), seq: pr.seq}, true
 		}
 	}
 	return Permit{}, false // unreachable: inflight < HalfOpenProbes means a slot is free
@@ -279,12 +321,12 @@ func (b *Breaker) acquire(now, leaseFor int64, ev *events) (Permit, bool) {
 func (b *Breaker) enterHalfOpen(now int64, ev *events) {
 	b.state = HalfOpen
 	b.parked = false // a probe that fails or expires opens one level up, unparked
-	b.gen++
-	b.inflight, b.successes = 0, 0
-	clear(b.leases)
-	b.publish()
 	// Drawn now, so that Ready can tell where a lease expiry leads without drawing.
-	b.reopenIn = int64(b.p.jittered(b.p.Cooldown(b.level + 1)))
+	b.probe = &probing{
+		leases:   make([]lease, b.p.s.HalfOpenProbes),
+		reopenIn: int64(b.p.jittered(b.p.Cooldown(int(b.level) + 1))),
+	}
+	b.publish(b.generation() + 1)
 	b.note(now, CauseCooldown, Open, ev)
 }
 
@@ -295,18 +337,18 @@ func (b *Breaker) expireLeases(now int64, ev *events) {
 	}
 	if e, ok := b.expiredLease(now); ok {
 		b.lastFail, b.lastFailT = "probe lease expired", e
-		b.level = min(b.level+1, b.p.maxLevel)
+		b.level = uint8(min(int(b.level)+1, b.p.maxLevel))
 		b.trips++
-		b.open(e, addSat(e, b.reopenIn), CauseLeaseExpired, false, ev)
+		b.open(e, addSat(e, b.probe.reopenIn), CauseLeaseExpired, false, ev)
 	}
 }
 
 // note records a transition that has just happened (b.state is the new state).
 func (b *Breaker) note(now int64, c Cause, from State, ev *events) {
-	b.changedAt, b.lastCause = now, c
+	b.changedAt, b.cause = now, causeOf(c)
 	t := Transition{
-		From: from, To: b.state, At: time.Unix(0, now), Cause: c, Generation: b.gen,
-		Level: b.level, Trips: b.trips, Parked: b.parked,
+		From: from, To: b.state, At: time.Unix(0, now), Cause: c, Generation: b.generation(),
+		Level: int(b.level), Trips: b.trips, Parked: b.parked,
 	}
 	if b.state == Open {
 		t.NextProbe = time.Unix(0, b.nextProbe)
@@ -321,28 +363,23 @@ func (b *Breaker) open(now, next int64, c Cause, parked bool, ev *events) {
 	b.state = Open
 	b.parked = parked
 	b.nextProbe = next
-	b.newGeneration()
-	b.publish()
+	b.publish(b.newGeneration())
 	b.note(now, c, from, ev)
 }
 
-// newGeneration starts a new generation: every permit out becomes stale, every probe slot is
-// freed, and the failure counts start from nothing.
-func (b *Breaker) newGeneration() {
-	b.gen++
-	b.inflight, b.successes = 0, 0
-	clear(b.leases)
-	b.fails.reset()
-	b.softAt = 0
-	if b.volume != nil {
-		b.volume.reset()
-	}
+// newGeneration starts a new generation, which the caller publishes: every permit out becomes
+// stale, every probe slot is freed, and the failure counts start from nothing. It returns the new
+// generation.
+func (b *Breaker) newGeneration() uint64 {
+	b.probe, b.tally = nil, nil
+	return b.generation() + 1
 }
 
 // effectiveLevel is the backoff level after the decay earned by staying CLOSED.
 func (b *Breaker) effectiveLevel(now int64) int {
-	if b.state != Closed || b.closedAt == 0 || b.level == 0 {
-		return b.level
+	level := int(b.level)
+	if b.state != Closed || b.closedAt == 0 || level == 0 {
+		return level
 	}
 	sp := b.p.s.StablePeriod
 	if sp < 0 {
@@ -350,9 +387,9 @@ func (b *Breaker) effectiveLevel(now int64) int {
 	}
 	stable := now - b.closedAt
 	if stable <= 0 {
-		return b.level
+		return level
 	}
-	return max(b.level-int(stable/int64(sp)), 0)
+	return max(level-int(stable/int64(sp)), 0)
 }
 
 // trip opens the breaker one backoff level higher, or for the failure's Retry-After.
@@ -368,11 +405,11 @@ func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
 	b.trips++
 	var window time.Duration
 	if f.RetryAfter > 0 {
-		b.level = b.effectiveLevel(now)
+		b.level = uint8(b.effectiveLevel(now))
 		window = max(b.p.s.BaseCooldown, min(f.RetryAfter, b.p.s.MaxRetryAfter))
 	} else {
-		b.level = min(b.effectiveLevel(now)+1, b.p.maxLevel)
-		window = b.p.Cooldown(b.level)
+		b.level = uint8(min(b.effectiveLevel(now)+1, b.p.maxLevel))
+		window = b.p.Cooldown(int(b.level))
 		if f.MaxWindow > 0 {
 			window = min(window, max(f.MaxWindow, b.p.s.BaseCooldown))
 		}
@@ -382,7 +419,7 @@ func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
 
 // park opens the breaker for ParkFor without raising the backoff level.
 func (b *Breaker) park(now int64, ev *events) {
-	b.level = b.effectiveLevel(now)
+	b.level = uint8(b.effectiveLevel(now))
 	b.trips++
 	b.open(now, addSat(now, int64(b.p.jittered(b.p.s.ParkFor))), CausePermanent, true, ev)
 }
@@ -391,8 +428,7 @@ func (b *Breaker) close(now int64, ev *events) {
 	b.state = Closed
 	b.parked = false
 	b.closedAt = now
-	b.newGeneration() // probe successes must not dilute the next CLOSED period's ratio
-	b.publish()
+	b.publish(b.newGeneration()) // probe successes must not dilute the next CLOSED period's ratio
 	if b.p.s.StablePeriod < 0 {
 		b.level = 0
 	}
@@ -408,17 +444,17 @@ func (b *Breaker) Snapshot(now time.Time) Snapshot {
 	s := Snapshot{
 		State:          st,
 		Parked:         b.parked && st == Open,
-		Generation:     b.gen,
+		Generation:     b.generation(),
 		Trips:          b.trips,
 		Level:          b.effectiveLevel(t),
-		LastCause:      b.lastCause,
+		LastCause:      b.cause.Cause(),
 		LastFailure:    b.lastFail,
 		LastFailureAt:  unixTime(b.lastFailT),
 		LastTransition: unixTime(b.changedAt),
 	}
 	switch st {
 	case Closed:
-		s.FailuresInWindow = b.fails.count(t - int64(b.p.s.Window))
+		s.FailuresInWindow = b.tally.count(t - int64(b.p.s.Window))
 	case Open:
 		s.NextProbe = time.Unix(0, until)
 	}
@@ -426,9 +462,9 @@ func (b *Breaker) Snapshot(now time.Time) Snapshot {
 		if _, expired := b.expiredLease(t); expired {
 			// What the next call will apply: the probe failed, one level up.
 			s.Trips++
-			s.Level = min(b.level+1, b.p.maxLevel)
+			s.Level = min(int(b.level)+1, b.p.maxLevel)
 		} else {
-			s.ProbesInFlight = b.inflight
+			s.ProbesInFlight = b.probe.inflight
 		}
 	}
 	return s
@@ -445,7 +481,7 @@ func addSat(t, d int64) int64 {
 
 // softPending reports whether a soft failure inside the window is waiting for its other half.
 func (b *Breaker) softPending(now int64) bool {
-	return b.softAt != 0 && b.softAt > now-int64(b.p.s.Window)
+	return b.tally != nil && b.tally.softAt != 0 && b.tally.softAt > now-int64(b.p.s.Window)
 }
 
 func unixTime(n int64) time.Time {
@@ -470,7 +506,7 @@ func (b *Breaker) Idle(now time.Time, ttl time.Duration) bool {
 	}
 	switch b.state {
 	case Closed:
-		return !b.softPending(t) && b.effectiveLevel(t) == 0 && b.fails.count(t-int64(b.p.s.Window)) == 0
+		return !b.softPending(t) && b.effectiveLevel(t) == 0 && b.tally.count(t-int64(b.p.s.Window)) == 0
 	case Open:
 		return t-b.nextProbe >= int64(ttl)
 	}

@@ -60,7 +60,7 @@ func (p Permit) report(now time.Time, v verdict, f Failure) {
 	var ev events
 	b.mu.Lock()
 	b.expireLeases(t, &ev)
-	if p.gen == b.gen && b.holds(p) {
+	if p.gen == b.generation() && b.holds(p) {
 		b.apply(t, p, v, f, &ev)
 	}
 	b.mu.Unlock()
@@ -72,27 +72,28 @@ func (b *Breaker) holds(p Permit) bool {
 	if p.slot < 0 {
 		return b.state == Closed
 	}
-	if int(p.slot) >= len(b.leases) {
+	leases := b.leases()
+	if int(p.slot) >= len(leases) {
 		return false
 	}
-	l := b.leases[p.slot]
+	l := leases[p.slot]
 	return l.deadline != 0 && l.seq == p.seq
 }
 
 func (b *Breaker) apply(now int64, p Permit, v verdict, f Failure, ev *events) {
 	b.lastUse = now
 	if p.slot >= 0 {
-		b.leases[p.slot] = lease{}
-		b.inflight--
+		b.probe.leases[p.slot] = lease{} // holds(p): HALF_OPEN, so probe is there
+		b.probe.inflight--
 	}
 	switch v {
 	case vSuccess:
-		if b.volume != nil {
-			b.volume.add(now, false)
+		if b.p.s.FailureRatio > 0 && b.state == Closed {
+			b.tallied().volume.add(now, false)
 		}
 		if b.state == HalfOpen {
-			b.successes++
-			if b.successes >= b.p.s.SuccessesToClose {
+			b.probe.successes++
+			if b.probe.successes >= b.p.s.SuccessesToClose {
 				b.close(now, ev)
 			}
 		}
@@ -106,16 +107,17 @@ func (b *Breaker) apply(now int64, p Permit, v verdict, f Failure, ev *events) {
 			b.trip(now, f, CauseProbeFailed, ev)
 			return
 		}
+		t := b.tallied()
 		if f.Soft && f.RetryAfter <= 0 {
 			if !b.softPending(now) {
-				b.softAt = now // the first half of a failure; it waits one Window for its other half
+				t.softAt = now // the first half of a failure; it waits one Window for its other half
 				return
 			}
-			b.softAt = 0
+			t.softAt = 0
 		}
-		b.fails.add(now, b.p.s.FailureThreshold)
-		if b.volume != nil {
-			b.volume.add(now, true)
+		t.add(now, b.p.s.FailureThreshold)
+		if t.volume != nil {
+			t.volume.add(now, true)
 		}
 		switch {
 		case f.RetryAfter > 0:
@@ -128,13 +130,14 @@ func (b *Breaker) apply(now int64, p Permit, v verdict, f Failure, ev *events) {
 
 // shouldTrip applies the count condition and, for busy breakers, the ratio condition.
 func (b *Breaker) shouldTrip(now int64) bool {
-	if !b.fails.full(now - int64(b.p.s.Window)) {
+	t := b.tally
+	if !t.full(now - int64(b.p.s.Window)) {
 		return false
 	}
-	if b.volume == nil {
+	if t.volume == nil {
 		return true
 	}
-	total, fails := b.volume.totals(now)
+	total, fails := t.volume.totals(now)
 	if total < b.p.s.MinVolume {
 		return true
 	}

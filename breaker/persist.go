@@ -49,15 +49,15 @@ func (b *Breaker) Restore(now time.Time, s Saved) bool {
 	from, _ := b.view(t)
 	if s.State == Closed && b.state == Closed {
 		// Nothing to move; keep the later memory of the backoff level.
-		changed := s.Level != b.level
-		b.level, b.trips = s.Level, max(b.trips, s.Trips) // s.Level is clamped
+		changed := s.Level != int(b.level)
+		b.level, b.trips = uint8(s.Level), max(b.trips, s.Trips) // s.Level is clamped
 		if !s.ClosedAt.IsZero() {
 			b.closedAt = s.ClosedAt.UnixNano()
 		}
 		b.mu.Unlock()
 		return changed
 	}
-	b.level = min(max(s.Level, 0), b.p.maxLevel)
+	b.level = uint8(min(max(s.Level, 0), b.p.maxLevel))
 	b.trips = s.Trips
 	if s.LastFailure != "" {
 		b.lastFail = s.LastFailure
@@ -65,21 +65,21 @@ func (b *Breaker) Restore(now time.Time, s Saved) bool {
 	if !s.ClosedAt.IsZero() {
 		b.closedAt = s.ClosedAt.UnixNano()
 	}
-	b.newGeneration()
+	gen := b.newGeneration()
 	if s.State == Closed {
 		b.state, b.parked = Closed, false
 	} else {
 		b.state, b.parked = Open, s.Parked
 		b.nextProbe = s.NextProbe.UnixNano()
 	}
-	b.publish()
-	b.changedAt, b.lastCause = t, CauseRestored
+	b.publish(gen)
+	b.changedAt, b.cause = t, causeOf(CauseRestored)
 	if !s.Changed.IsZero() {
 		b.changedAt = s.Changed.UnixNano()
 	}
 	tr := Transition{
 		From: from, To: b.state, At: now, Cause: CauseRestored, Reason: b.lastFail,
-		Generation: b.gen, Level: b.level, Trips: b.trips, Parked: b.parked,
+		Generation: b.generation(), Level: int(b.level), Trips: b.trips, Parked: b.parked,
 	}
 	if b.state == Open {
 		tr.NextProbe = time.Unix(0, b.nextProbe)

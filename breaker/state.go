@@ -60,6 +60,24 @@ const (
 	CauseLeaseExpired Cause = "lease_expired" // a probe never reported back within its lease
 )
 
+// cause is a Cause as a breaker stores it: an index into causes (0: none yet).
+type cause uint8
+
+var causes = [...]Cause{"", CauseFailures, CauseRetryAfter, CausePermanent, CauseCooldown, CauseProbeOK,
+	CauseProbeFailed, CauseLeaseExpired, CauseRestored}
+
+func causeOf(c Cause) cause {
+	for i, k := range causes {
+		if k == c {
+			return cause(i)
+		}
+	}
+	return 0 // unreachable: breakers note only the causes above
+}
+
+// Cause returns the Cause c stands for.
+func (c cause) Cause() Cause { return causes[c] }
+
 // Failure describes a failed attempt.
 type Failure struct {
 	// Permanent parks the breaker for ParkFor at once, whatever the count.

@@ -1,14 +1,32 @@
 package breaker
 
-// failureRing remembers the instants of the last FailureThreshold failures: enough to answer
-// "did FailureThreshold failures fall inside the window?" exactly, in O(1), with memory bounded by
-// the threshold rather than by the traffic.
-type failureRing struct {
-	at   []int64 // unix nanos; 0 = empty; allocated on the first failure
-	next int
+// tally is what a CLOSED generation remembers of its verdicts, made at its first failure (or, with
+// FailureRatio, its first verdict) and dropped when the generation ends, so that an OPEN breaker —
+// or a CLOSED one that has not failed since it closed — holds none of it.
+//
+// at remembers the instants of the last FailureThreshold failures: enough to answer "did
+// FailureThreshold failures fall inside the window?" exactly, in O(1), with memory bounded by the
+// threshold rather than by the traffic. softAt is when a soft failure began waiting for its other
+// half (0: none); volume counts verdicts for the failure-ratio condition (nil without one).
+type tally struct {
+	at     []int64 // unix nanos; 0 = empty; allocated on the first failure
+	next   int
+	softAt int64
+	volume *volumeBuckets
 }
 
-func (r *failureRing) add(now int64, size int) {
+// tallied returns the generation's tally, making it if need be. b.mu is held.
+func (b *Breaker) tallied() *tally {
+	if b.tally == nil {
+		b.tally = &tally{}
+		if b.p.s.FailureRatio > 0 {
+			b.tally.volume = newVolumeBuckets(int64(b.p.s.Window))
+		}
+	}
+	return b.tally
+}
+
+func (r *tally) add(now int64, size int) {
 	if r.at == nil {
 		r.at = make([]int64, size)
 	}
@@ -17,16 +35,19 @@ func (r *failureRing) add(now int64, size int) {
 }
 
 // full reports whether the ring holds size failures, all after since.
-func (r *failureRing) full(since int64) bool {
-	if r.at == nil {
+func (r *tally) full(since int64) bool {
+	if r == nil || r.at == nil {
 		return false
 	}
 	oldest := r.at[r.next] // the slot written longest ago
 	return oldest != 0 && oldest > since
 }
 
-// count returns how many remembered failures are after since.
-func (r *failureRing) count(since int64) int {
+// count returns how many remembered failures are after since; none for a nil tally.
+func (r *tally) count(since int64) int {
+	if r == nil {
+		return 0
+	}
 	n := 0
 	for _, t := range r.at {
 		if t != 0 && t > since {
@@ -34,11 +55,6 @@ func (r *failureRing) count(since int64) int {
 		}
 	}
 	return n
-}
-
-func (r *failureRing) reset() {
-	clear(r.at)
-	r.next = 0
 }
 
 // volumeBuckets counts verdicts over the window in volumeSlots fixed slots, for the failure-ratio
@@ -84,4 +100,3 @@ func (v *volumeBuckets) totals(now int64) (total, fails int) {
 	return total, fails
 }
 
-func (v *volumeBuckets) reset() { clear(v.slot[:]) }

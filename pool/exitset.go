@@ -109,6 +109,7 @@ func (p *Pool) joinExit(e *Exit, t *exitTuning, rs *retunes) *exitState {
 	if !sameProxy(r.es.exit, e) {
 		// Another proxy under the label: the old one's state is of no use to it.
 		r.es.life.Store(lifeForgotten)
+		p.forgotten.set(r.es.id, true)
 		return p.newExitState(e, t)
 	}
 	back := p.retune(r.es, e, t, rs)
@@ -238,11 +239,13 @@ func (p *Pool) retire(gone []*exitState, keep bool) {
 		p.gone.set(es.id, true)
 		if !keep {
 			es.life.Store(lifeForgotten)
+			p.forgotten.set(es.id, true)
 			continue
 		}
 		es.life.Store(lifeRetired)
 		if r, ok := p.retired[es.exit.label]; ok && r.es.id != es.id {
 			r.es.life.Store(lifeForgotten)
+			p.forgotten.set(r.es.id, true)
 		}
 		p.retired[es.exit.label] = retiredExit{es: es, at: now}
 	}
@@ -262,6 +265,7 @@ func (p *Pool) forgetRetired(now time.Time) {
 	for label, r := range p.retired {
 		if now.Sub(r.at) >= p.retention {
 			r.es.life.Store(lifeForgotten)
+			p.forgotten.set(r.es.id, true)
 			delete(p.retired, label)
 		}
 	}

@@ -50,6 +50,7 @@ type Pool struct {
 	// its exit's breaker keeps the epoch it saw (ticket.exitEpoch, exitPermit).
 	exitEpoch atomic.Uint64
 	gone      bitTable // removed exits
+	forgotten bitTable // removed exits whose state is forgotten for good (lifeForgotten)
 	inflight counterTable
 	// lazyPairs: a pair gets a breaker only when it first fails (see finish). Successes of a pair
 	// with no breaker need no counting unless the failure-ratio condition is on, and it needs no
@@ -163,8 +164,13 @@ func (p *Pool) Exits() []*Exit {
 // originState is everything the pool keeps per origin.
 type originState struct {
 	key   string
+	pool  *Pool
 	mu    sync.RWMutex
 	pairs map[uint32]*pair
+	// paces holds the paces of the pairs that have one: made with the pair under a configured
+	// per-pair limit, else at its first 429 (most pairs never meet one, and a pace costs more than
+	// the rest of the pair). A pace lives as long as its pair.
+	paces map[uint32]*ratelimit.Pair
 	open  bitTable // per exit id: the pair's breaker exists and is out of CLOSED
 	// limited: per exit id, the pair has a token bucket (a configured per-pair limit, or a cut
 	// pace not yet grown back).
@@ -192,25 +198,71 @@ type originState struct {
 }
 
 type pair struct {
-	b *breaker.Breaker
-	// pace is the pair's pace: made with the pair under a configured per-pair limit, else at its
-	// first 429 (most pairs never meet one, and a pace costs more than the rest of the pair);
-	// nil until then, and when nothing limits or adapts pairs.
-	pace   atomic.Pointer[ratelimit.Pair]
-	exit   *exitState
+	// b is the pair's breaker, embedded: the pair is its Watcher (StateChanged, MirrorClosed), so
+	// a pair is one allocation with no callbacks of its own.
+	b      breaker.Breaker
 	origin *originState
-	// closedEpoch is the origin's epoch when the pair last returned to CLOSED; 0 if never.
-	closedEpoch atomic.Uint64
-	// mute silences the breaker's hooks: while a retune restores its state into it before it is
-	// in the table, and for good once a retune has replaced it (retune.go).
-	mute atomic.Bool
 	// episode is when the pair's current ban episode began (Unix ns; 0: none): its trip from CLOSED
 	// for a block or a rate limit without Retry-After (pace.go).
 	episode atomic.Int64
+	// closedEpoch is the origin's epoch when the pair last returned to CLOSED; 0 if never.
+	closedEpoch atomic.Uint64
+	id          uint32 // the exit's
+	// mute silences the breaker's hooks: while a retune restores its state into it before it is
+	// in the table, and for good once a retune has replaced it (retune.go).
+	mute atomic.Bool
 }
 
-// pacer returns the pair's pace, nil if it has none yet.
-func (pr *pair) pacer() *ratelimit.Pair { return pr.pace.Load() }
+// StateChanged reports the pair's transitions to the pool's observers, for the exit's current
+// version (as for the exit's own breaker, newExitBreaker), or to nobody.
+func (pr *pair) StateChanged(t breaker.Transition) {
+	if pr.mute.Load() {
+		return
+	}
+	pr.noteEpisode(t)
+	p := pr.origin.pool
+	if cur := p.set.Load().byID[pr.id]; cur != nil {
+		p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: cur.exit, Origin: pr.origin.key, Transition: t})
+	}
+}
+
+// MirrorClosed keeps the origin's bit table, and the pair's closedEpoch, in step with the breaker.
+func (pr *pair) MirrorClosed(notClosed bool) {
+	if pr.mute.Load() {
+		return
+	}
+	o := pr.origin
+	if !notClosed {
+		pr.closedEpoch.Store(o.epoch.Add(1))
+	}
+	o.open.set(pr.id, notClosed)
+}
+
+// pacer returns the pair's pace, nil if it has none yet. It takes the origin's read lock: callers
+// that hold o.mu read o.paces themselves.
+func (pr *pair) pacer() *ratelimit.Pair { return pr.origin.pacer(pr.id) }
+
+// pacer returns the pace of the pair with exit id, nil if it has none.
+func (o *originState) pacer(id uint32) *ratelimit.Pair {
+	o.mu.RLock()
+	pc := o.paces[id]
+	o.mu.RUnlock()
+	return pc
+}
+
+// setPace gives the pair with exit id the pace pc unless it has one, and returns the pair's pace.
+func (o *originState) setPace(id uint32, pc *ratelimit.Pair) *ratelimit.Pair {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cur := o.paces[id]; cur != nil {
+		return cur
+	}
+	if o.paces == nil {
+		o.paces = make(map[uint32]*ratelimit.Pair)
+	}
+	o.paces[id] = pc
+	return pc
+}
 
 // origin returns the state for key, creating it if needed.
 func (p *Pool) origin(key string) *originState {
@@ -223,7 +275,7 @@ func (p *Pool) origin(key string) *originState {
 	p.omu.Lock()
 	defer p.omu.Unlock()
 	if o = p.origins[key]; o == nil {
-		o = &originState{key: key, pairs: make(map[uint32]*pair), rule: p.ruleFor(key)}
+		o = &originState{key: key, pool: p, pairs: make(map[uint32]*pair), rule: p.ruleFor(key)}
 		o.eager = o.rule != nil && o.rule.eager
 		o.bucket = p.gate.OriginBucket(key)
 		o.guard = p.newOriginGuard(o)
@@ -261,7 +313,10 @@ func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
 	}
 	pr := p.newPair(o, es, p.pairPolicy(o, tune))
 	if p.gate.PairsLimited() {
-		pr.pace.Store(p.gate.NewPair(es.exit.label))
+		if o.paces == nil {
+			o.paces = make(map[uint32]*ratelimit.Pair)
+		}
+		o.paces[es.id] = p.gate.NewPair(es.exit.label)
 		o.limited.set(es.id, true)
 	}
 	o.pairs[es.id] = pr
@@ -271,29 +326,8 @@ func (p *Pool) pairFor(o *originState, es *exitState) (*pair, bool) {
 // newPair returns a pair of o and es whose breaker pol governs, not yet in o's table and without a
 // pace.
 func (p *Pool) newPair(o *originState, es *exitState, pol *breaker.Policy) *pair {
-	pr := &pair{exit: es, origin: o}
-	id := es.id
-	pr.b = pol.NewBreakerWith(breaker.Hooks{
-		OnStateChange: func(t breaker.Transition) {
-			// As for the exit's own breaker (newExitState): its current version, or nothing.
-			if pr.mute.Load() {
-				return
-			}
-			pr.noteEpisode(t)
-			if cur := p.set.Load().byID[id]; cur != nil {
-				p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: cur.exit, Origin: pr.origin.key, Transition: t})
-			}
-		},
-		Mirror: func(notClosed bool) {
-			if pr.mute.Load() {
-				return
-			}
-			if !notClosed {
-				pr.closedEpoch.Store(o.epoch.Add(1))
-			}
-			o.open.set(id, notClosed)
-		},
-	})
+	pr := &pair{origin: o, id: es.id}
+	pol.Init(&pr.b, pr)
 	return pr
 }
 
@@ -343,8 +377,9 @@ func (p *Pool) Sweep(now time.Time) {
 			// An OPEN pair whose exit is itself out of CLOSED is not idle, whatever its breaker
 			// says: nothing could probe it. Forgetting it would bring it back fresh, at level 0.
 			blocked := o.open.get(id) && p.exitOpen.get(id)
-			if pr.exit.life.Load() == lifeForgotten || (!blocked && pr.b.Idle(now, p.idleTTL) && !pr.pacer().Throttled()) {
+			if p.forgotten.get(id) || (!blocked && pr.b.Idle(now, p.idleTTL) && !o.paces[id].Throttled()) {
 				delete(o.pairs, id)
+				delete(o.paces, id)
 				o.open.set(id, false)
 				o.limited.set(id, false)
 				o.learning.set(id, false)

@@ -10,12 +10,8 @@ import (
 // none. Breaker permits are already held: a pair the breakers refuse never takes a token.
 func (p *Pool) takeTokens(now time.Time, t *ticket) bool {
 	var pairBucket *ratelimit.Bucket
-	if t.pair != nil {
-		pairBucket = t.pair.pacer().Bucket()
-	} else if t.origin.limited.get(t.id) {
-		if pr := t.origin.lookupPair(t.id); pr != nil {
-			pairBucket = pr.pacer().Bucket()
-		}
+	if t.origin.limited.get(t.id) { // a pair without the bit has no bucket
+		pairBucket = t.origin.pacer(t.id).Bucket()
 	}
 	var exitBucket *ratelimit.Bucket
 	if p.set.Load().anyBucket { // most pools limit no exit: then the exit is not even loaded
@@ -54,34 +50,27 @@ func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 			if pc = p.gate.NewPair(t.exit.exit.label); pc == nil {
 				return // nothing limits or adapts pairs
 			}
-			if !pr.pace.CompareAndSwap(nil, pc) {
-				pc = pr.pacer()
-			}
+			pc = t.origin.setPace(t.id, pc)
 		}
 		if own := pc.Limited(now, v.RetryAfter, t.origin.pace.prior()); !own.IsZero() {
 			t.origin.pace.learn(own)
 		}
-		t.origin.limited.set(t.exit.id, pc.Bucket() != nil)
-		t.origin.learning.set(t.exit.id, true)
+		t.origin.limited.set(t.id, pc.Bucket() != nil)
+		t.origin.learning.set(t.id, true)
 	case v.Class == ClassBlocked:
 		if t.pair != nil {
-			t.pair.pacer().Challenged(now)
+			t.origin.pacer(t.id).Challenged(now)
 		}
 	case v.Outcome == Success:
-		pr := t.pair
-		if pr == nil {
-			// Admitted without looking at its pair (CLOSED, or none yet): a pair that has met a
-			// 429 keeps counting its window all the same; the bit table spares the others a lookup.
-			if !t.origin.learning.get(t.exit.id) {
-				return
-			}
-			if pr = t.origin.lookupPair(t.exit.id); pr == nil {
-				return
-			}
+		// A pair that has met a 429 keeps counting its window, whether or not the attempt looked
+		// at its breaker; the bit table spares the others a lookup.
+		if !t.origin.learning.get(t.id) {
+			return
 		}
-		pr.pacer().Served(now)
-		if pr.pacer().Bucket() == nil && t.origin.limited.get(t.exit.id) {
-			t.origin.limited.set(t.exit.id, false)
+		pc := t.origin.pacer(t.id)
+		pc.Served(now)
+		if pc.Bucket() == nil && t.origin.limited.get(t.id) {
+			t.origin.limited.set(t.id, false)
 		}
 	}
 }

@@ -88,11 +88,10 @@ func (rs *retunes) finish(p *Pool) {
 // closedEpoch; old is muted and frozen for good. The caller holds o.mu and puts the result in
 // o.pairs.
 func (p *Pool) remakePair(now time.Time, o *originState, es *exitState, old *pair, pol *breaker.Policy) *pair {
-	pr := p.newPair(o, es, pol)
-	pr.pace.Store(old.pacer())
-	pr.mute.Store(true) // nobody else sees pr yet: its restore tells no one
+	pr := p.newPair(o, es, pol) // its pace, kept by exit id in o.paces, stays
+	pr.mute.Store(true)         // nobody else sees pr yet: its restore tells no one
 	old.mute.Store(true)
-	pr.b.Restore(now, handOver(now, old.b, old.b.Policy().Settings().ProbeLease))
+	pr.b.Restore(now, handOver(now, &old.b, old.b.Policy().Settings().ProbeLease))
 	pr.closedEpoch.Store(old.closedEpoch.Load())
 	o.open.set(es.id, pr.b.State(now) != breaker.Closed)
 	pr.mute.Store(false)

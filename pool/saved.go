@@ -33,19 +33,21 @@ type SavedBreaker struct {
 // Save returns the state of every breaker worth keeping at now, sorted by scope, exit and origin.
 func (p *Pool) Save(now time.Time) SavedState {
 	st := SavedState{Version: SavedStateVersion, Saved: now}
-	for _, es := range p.set.Load().all {
+	set := p.set.Load()
+	for _, es := range set.all {
 		if s := es.wide.Save(now); s.Worth() {
 			st.Breakers = append(st.Breakers, SavedBreaker{Scope: ScopeExit, Exit: es.exit.label, Saved: s})
 		}
 	}
 	for _, o := range p.originList() {
 		o.mu.RLock()
-		for _, pr := range o.pairs {
-			if pr.exit.out() {
-				continue
+		for id, pr := range o.pairs {
+			es := set.byID[id]
+			if es == nil {
+				continue // the exit is out of the pool
 			}
 			if s := pr.b.Save(now); s.Worth() {
-				st.Breakers = append(st.Breakers, SavedBreaker{Scope: ScopePair, Exit: pr.exit.exit.label, Origin: o.key, Saved: s})
+				st.Breakers = append(st.Breakers, SavedBreaker{Scope: ScopePair, Exit: es.exit.label, Origin: o.key, Saved: s})
 			}
 		}
 		o.mu.RUnlock()
@@ -137,7 +139,8 @@ func (p *Pool) DueProbes(now time.Time) []ProbeTarget {
 		ok, _ := b.Ready(now)
 		return ok
 	}
-	for _, es := range p.set.Load().all {
+	set := p.set.Load()
+	for _, es := range set.all {
 		if p.exitOpen.get(es.id) && due(es.wide) {
 			out = append(out, ProbeTarget{Scope: ScopeExit, Exit: es.exit})
 		}
@@ -145,8 +148,8 @@ func (p *Pool) DueProbes(now time.Time) []ProbeTarget {
 	for _, o := range p.originList() {
 		o.mu.RLock()
 		for id, pr := range o.pairs {
-			if o.open.get(id) && !pr.exit.out() && due(pr.b) {
-				out = append(out, ProbeTarget{Scope: ScopePair, Exit: pr.exit.exit, Origin: o.key})
+			if es := set.byID[id]; es != nil && o.open.get(id) && due(&pr.b) {
+				out = append(out, ProbeTarget{Scope: ScopePair, Exit: es.exit, Origin: o.key})
 			}
 		}
 		o.mu.RUnlock()

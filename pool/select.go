@@ -88,10 +88,8 @@ func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (
 		}
 	}
 	if o.limited.get(g.ids[i]) {
-		if pr := o.lookupPair(g.ids[i]); pr != nil {
-			if ok, at := pr.pacer().Bucket().Ready(now); !ok {
-				return false, at, ScopePair
-			}
+		if ok, at := o.pacer(g.ids[i]).Bucket().Ready(now); !ok {
+			return false, at, ScopePair
 		}
 	}
 	return true, time.Time{}, scopeNone

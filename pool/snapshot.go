@@ -59,12 +59,13 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 	}
 	for _, o := range p.originList() {
 		o.mu.RLock()
-		for _, pr := range o.pairs {
-			if pr.exit.out() {
-				continue
+		for id, pr := range o.pairs {
+			es := set.byID[id]
+			if es == nil {
+				continue // the exit is out of the pool
 			}
-			ps := PairStatus{Exit: pr.exit.exit.label, Origin: o.key, Breaker: pr.b.Snapshot(now)}
-			if b := pr.pacer().Bucket(); b != nil {
+			ps := PairStatus{Exit: es.exit.label, Origin: o.key, Breaker: pr.b.Snapshot(now)}
+			if b := o.paces[id].Bucket(); b != nil {
 				ps.Rate = float64(b.Limit())
 			}
 			s.Pairs = append(s.Pairs, ps)

@@ -145,6 +145,7 @@ func (p *Pool) Sync(exits []*Exit) (SyncResult, error) {
 	}
 	for _, es := range dropped {
 		es.life.Store(lifeForgotten)
+		p.forgotten.set(es.id, true)
 	}
 	p.tellRemoved(removed)
 	p.tellRemoved(dropped)
@@ -254,7 +255,7 @@ func (p *Pool) replacedChanges(now time.Time, replaced []replacement) []StateCha
 		o.mu.RLock()
 		for _, r := range replaced {
 			if pr := o.pairs[r.old.id]; pr != nil {
-				if t, ok := reset(pr.b); ok {
+				if t, ok := reset(&pr.b); ok {
 					out = append(out, StateChange{Scope: ScopePair, Exit: r.exit, Origin: o.key, Transition: t})
 				}
 			}
