@@ -35,6 +35,10 @@ func (t *bitTable) get(id uint32) bool {
 	return c[(id&chunkMask)/64].Load()&(1<<(id%64)) != 0
 }
 
+// touch loads the words of a and b, to bring them into the cache together; the result means
+// nothing.
+func (t *bitTable) touch(a, b uint32) bool { return t.get(a) != t.get(b) }
+
 func (t *bitTable) set(id uint32, v bool) {
 	c := t.chunk(id, v)
 	if c == nil {

@@ -195,6 +195,11 @@ type originState struct {
 	// its bans lasted (pace.go).
 	pace  originPace
 	learn recoveryStats
+	// changes counts the transitions of the origin's pairs; due caches when its pairs out of
+	// CLOSED may next admit a request, dueChecked when that was last computed (due.go).
+	changes    atomic.Uint64
+	due        atomic.Pointer[dueCache]
+	dueChecked atomic.Int64
 }
 
 type pair struct {
@@ -216,6 +221,7 @@ type pair struct {
 // StateChanged reports the pair's transitions to the pool's observers, for the exit's current
 // version (as for the exit's own breaker, newExitBreaker), or to nobody.
 func (pr *pair) StateChanged(t breaker.Transition) {
+	pr.origin.changes.Add(1) // muted or not: the origin's due cache must hear of it (due.go)
 	if pr.mute.Load() {
 		return
 	}

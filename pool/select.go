@@ -67,6 +67,10 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 	ok, at := true, time.Time{}
 	if p.exitOpen.get(id) {
 		ok, at = g.exits[i].wide.Ready(now)
+	} else if until, known := o.pairsNotBefore(now); known {
+		return false, until // the pair is out of CLOSED, and none of the origin's admits before until
+	} else {
+		p.maybeRefreshDue(now, o)
 	}
 	if pr := o.lookupPair(id); pr != nil {
 		pok, pat := pr.b.Ready(now)
@@ -122,32 +126,43 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retrie
 	if len(g.ids) == 0 {
 		return nil, 0
 	}
-	first := -1
-	for range sampleTries {
-		i := p.draw(g)
-		if ok, _ := p.breakersReady(now, o, g, i, avoid); !ok {
-			continue
-		}
-		if p.selection == Random || len(g.ids) == 1 {
+	if p.selection == Random || len(g.ids) == 1 {
+		for range sampleTries {
+			i := p.draw(g)
+			if ok, _ := p.breakersReady(now, o, g, i, avoid); !ok {
+				continue
+			}
 			if ok, _, _ := p.tokensReady(now, o, g, i); ok {
 				return g.exits[i], g.ids[i]
 			}
-			continue
 		}
-		if first < 0 {
-			first = i
-			continue
-		}
-		a, b := first, i
-		if p.inflight.get(g.ids[b]) < p.inflight.get(g.ids[a]) {
-			a, b = b, a
-		}
-		for _, j := range [2]int{a, b} {
-			if ok, _, _ := p.tokensReady(now, o, g, j); ok {
-				return g.exits[j], g.ids[j]
+		return nil, 0
+	}
+	first := -1
+	for k := 0; k < sampleTries; k += 2 {
+		// Two candidates at a time, their pair bits loaded before either is judged: in a pool of
+		// many exits and origins each load misses the cache, and the two misses then overlap.
+		cand := [2]int{p.draw(g), p.draw(g)}
+		o.open.touch(g.ids[cand[0]], g.ids[cand[1]])
+		for _, i := range cand {
+			if ok, _ := p.breakersReady(now, o, g, i, avoid); !ok {
+				continue
 			}
+			if first < 0 {
+				first = i
+				continue
+			}
+			a, b := first, i
+			if p.inflight.get(g.ids[b]) < p.inflight.get(g.ids[a]) {
+				a, b = b, a
+			}
+			for _, j := range [2]int{a, b} {
+				if ok, _, _ := p.tokensReady(now, o, g, j); ok {
+					return g.exits[j], g.ids[j]
+				}
+			}
+			first = -1
 		}
-		first = -1
 	}
 	if first >= 0 {
 		if ok, _, _ := p.tokensReady(now, o, g, first); ok {

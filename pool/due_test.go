@@ -1,0 +1,86 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/clock"
+)
+
+// TestDueCacheNeverHoldsBackAProbe checks the origin's due cache (due.go) against its promise:
+// picks that draw a cooling pair skip it without a lookup while the cache holds, and yet a pair
+// becomes probeable exactly when its own breaker says — whether its cooldown is the one the cache
+// was computed from, or a shorter one that began after.
+func TestDueCacheNeverHoldsBackAProbe(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	exits := make([]*Exit, 20)
+	for i := range exits {
+		exits[i] = MustParseExit(fmt.Sprintf("10.0.0.%d:3128", i+1))
+	}
+	p, err := New(WithExits(exits...), WithClock(clk), WithInlineSweep())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const origin = "due.example"
+	ctx := context.Background()
+	trip := func(label string, v Verdict) {
+		t.Helper()
+		l, err := p.Pick(ctx, Request{Origin: origin, Exit: label})
+		if err != nil {
+			t.Fatalf("pick %s: %v", label, err)
+		}
+		l.Report(v)
+	}
+	// Every pair but the last is parked (15 min and more); the first, once unparked, cools 1 min.
+	for _, e := range exits[:19] {
+		trip(e.Label(), Verdict{Outcome: Permanent, Class: ClassProxyDenied})
+	}
+	o := p.origin(origin)
+	// Picks at a later instant draw parked pairs: the first refreshes the cache, the next trust it.
+	clk.Advance(2 * time.Second)
+	for range 50 {
+		l, err := p.Pick(ctx, Request{Origin: origin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Exit().Label(); got != exits[19].Label() {
+			t.Fatalf("picked %s, the only pair CLOSED is %s", got, exits[19].Label())
+		}
+		l.Report(Verdict{Outcome: Success})
+	}
+	until, ok := o.pairsNotBefore(clk.Now())
+	if !ok || until.Sub(t0) < 15*time.Minute {
+		t.Fatalf("due cache = %v, %v; want it known, at least 15 min after the parks", until.Sub(t0), ok)
+	}
+
+	// A shorter cooldown that begins after the cache was made: a 429 with Retry-After 30 s on the
+	// last pair. The cache must stop holding at once, so the probe comes when the pair says.
+	trip(exits[19].Label(), Verdict{Outcome: Transient, Class: ClassRateLimited, RetryAfter: 30 * time.Second})
+	if _, ok := o.pairsNotBefore(clk.Now()); ok {
+		t.Fatal("due cache still trusted after a pair's transition")
+	}
+	clk.Advance(10 * time.Second)
+	if _, err := p.Pick(ctx, Request{Origin: origin}); err == nil {
+		t.Fatal("a pick was admitted while every pair cools down")
+	}
+	// Recomputed now (a second has passed since the last): it knows the 429's end.
+	until, ok = o.pairsNotBefore(clk.Now())
+	pr := o.lookupPair(p.set.Load().byLabel[exits[19].Label()].id)
+	_, own := pr.b.Ready(clk.Now())
+	if !ok || !until.Equal(own) {
+		t.Fatalf("due cache = %v, %v; want the 429's end %v", until, ok, own)
+	}
+	clk.Set(own)
+	l, err := p.Pick(ctx, Request{Origin: origin})
+	if err != nil {
+		t.Fatalf("pick at the end of the 429's cooldown: %v", err)
+	}
+	if got := l.Info(); got.Exit.Label() != exits[19].Label() || !got.Probe || got.PairState != breaker.HalfOpen {
+		t.Fatalf("pick at the cooldown's end = %+v; want a probe of %s", got, exits[19].Label())
+	}
+	l.Report(Verdict{Outcome: Success})
+}
