@@ -26,12 +26,12 @@ func (p *Pool) Pick(ctx context.Context, r Request) (Lease, error) {
 // the soonest probe), an *OriginUnhealthyError or a *ThrottledError, and observers hear of it.
 // ctx is only used to bound waits and is handed to observers; Pick does not keep it.
 func (p *Pool) PickAt(ctx context.Context, now time.Time, r Request) (Lease, error) {
-	t, err := p.pick(ctx, now, r)
-	if err != nil {
+	l := Lease{p: p} // the ticket is filled in place: it is large, and picking copies nothing
+	if err := p.pick(ctx, now, r, &l.t); err != nil {
 		p.obs.refused(ctx, r.Origin, err)
 		return Lease{}, err
 	}
-	return Lease{p: p, t: t}, nil
+	return l, nil
 }
 
 // ticket is one admitted attempt: the permits it holds and what it needs to report its verdict.
@@ -62,30 +62,30 @@ type ticket struct {
 // only buckets hold it back (see PickAt), unless the pool's limits or r say to fail fast. Without
 // configured limits only learned paces hold picks back, and the pick fails fast: a pair whose
 // learned window is spent is treated as a rested one, as it was before it learned the window.
-func (p *Pool) pick(ctx context.Context, now time.Time, r Request) (ticket, error) {
+func (p *Pool) pick(ctx context.Context, now time.Time, r Request, t *ticket) error {
 	start := now
 	waitedFor := scopeNone // the scope of the last bucket waited for
 	for waits := 0; ; waits++ {
-		t, tokenAt, scope, err := p.pickOnce(now, r)
+		tokenAt, scope, err := p.pickOnce(now, r, t)
 		if err != nil || tokenAt.IsZero() {
 			if err == nil && waits > 0 {
 				p.obs.throttled(ctx, Throttle{Origin: r.Origin, Exit: t.exit.exit, Scope: waitedFor, Waited: now.Sub(start)})
 			}
 			t.now = now
 			t.retries = r.Retries
-			return t, err
+			return err
 		}
 		wait := tokenAt.Sub(now)
 		terr := &ThrottledError{Origin: r.Origin, Scope: scope, RetryIn: wait}
 		if dl, ok := ctx.Deadline(); p.gate.FailFast() || r.FailFast || !p.limits || waits >= maxTokenWaits || (ok && dl.Before(tokenAt)) {
 			p.obs.throttled(ctx, Throttle{Origin: r.Origin, Scope: scope, Waited: now.Sub(start), Refused: true})
-			return ticket{}, terr
+			return terr
 		}
 		waitedFor = scope
 		if err := clock.Sleep(ctx, p.clock, wait); err != nil {
 			terr.Err = err
 			p.obs.throttled(ctx, Throttle{Origin: r.Origin, Scope: scope, Waited: p.clock.Now().Sub(start), Refused: true})
-			return ticket{}, terr
+			return terr
 		}
 		now = p.clock.Now()
 	}
@@ -96,28 +96,28 @@ const maxTokenWaits = 16
 
 // pickOnce is one try of pick. When breakers would admit the request but no token is there, it
 // returns the instant the soonest token comes and the scope of the bucket that lacks it.
-func (p *Pool) pickOnce(now time.Time, r Request) (t ticket, tokenAt time.Time, scope Scope, err error) {
+func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time, scope Scope, err error) {
 	p.maybeSweep(now)
 	originKey := r.Origin
 	o := p.liveOrigin(originKey)
 	originPm, err := p.admitOrigin(now, o)
 	if err != nil && !p.dryRun {
-		return ticket{}, time.Time{}, scopeNone, err
+		return time.Time{}, scopeNone, err
 	}
 	guardWould := err != nil
 	if ok, at := o.bucket.Ready(now); !ok {
 		originPm.Release(now)
-		return ticket{}, at, ScopeOrigin, nil
+		return at, ScopeOrigin, nil
 	}
 	if r.Exit != "" {
-		t, tokenAt, scope, err := p.pickPinned(now, o, originKey, r.Exit)
+		tokenAt, scope, err := p.pickPinned(now, o, originKey, r.Exit, t)
 		if err != nil || !tokenAt.IsZero() {
 			originPm.Release(now)
-			return ticket{}, tokenAt, scope, err
+			return tokenAt, scope, err
 		}
 		t.originPm = originPm
 		t.would = t.would || guardWould
-		return t, time.Time{}, scopeNone, nil
+		return time.Time{}, scopeNone, nil
 	}
 	memo, session := r.Retries, r.Session
 	var c choice
@@ -140,7 +140,7 @@ func (p *Pool) pickOnce(now time.Time, r Request) (t ticket, tokenAt time.Time, 
 		if es == nil {
 			break
 		}
-		t, ok := p.acquire(now, o, es, id)
+		ok := p.acquire(now, o, es, id, t)
 		if !ok {
 			if o.isDead() && revived < 2*maxPickRounds {
 				// A sweep dropped the origin between lookup and acquire: start again on its
@@ -152,14 +152,14 @@ func (p *Pool) pickOnce(now time.Time, r Request) (t ticket, tokenAt time.Time, 
 				o = p.liveOrigin(originKey)
 				originPm, err = p.admitOrigin(now, o)
 				if err != nil && !p.dryRun {
-					return ticket{}, time.Time{}, scopeNone, err
+					return time.Time{}, scopeNone, err
 				}
 				guardWould = err != nil
 			}
 			continue // or a probe slot went to another request between peek and acquire
 		}
-		if !p.takeTokens(now, &t) {
-			p.unacquire(now, &t)
+		if !p.takeTokens(now, t) {
+			p.unacquire(now, t)
 			continue // another request took the token between peek and take
 		}
 		t.originPm = originPm
@@ -167,45 +167,45 @@ func (p *Pool) pickOnce(now time.Time, r Request) (t ticket, tokenAt time.Time, 
 		if session != "" {
 			p.sessions.pin(session, originKey, id)
 		}
-		return t, time.Time{}, scopeNone, nil
+		return time.Time{}, scopeNone, nil
 	}
 	originPm.Release(now)
 	if !c.tokenAt.IsZero() {
-		return ticket{}, c.tokenAt, c.tokenScope, nil
+		return c.tokenAt, c.tokenScope, nil
 	}
-	return ticket{}, time.Time{}, scopeNone, &NoHealthyExitError{Origin: originKey, Exits: len(p.set.Load().all), RetryIn: untilPositive(c.probeAt, now)}
+	return time.Time{}, scopeNone, &NoHealthyExitError{Origin: originKey, Exits: len(p.set.Load().all), RetryIn: untilPositive(c.probeAt, now)}
 }
 
 // pickPinned is pickOnce for a request pinned to the exit labelled label (Request.Exit).
-func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string) (ticket, time.Time, Scope, error) {
+func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string, t *ticket) (time.Time, Scope, error) {
 	set := p.set.Load()
 	es := set.byLabel[label]
 	if es == nil {
-		return ticket{}, time.Time{}, scopeNone, fmt.Errorf("pool: Request.Exit: no exit labelled %q", RedactRaw(label))
+		return time.Time{}, scopeNone, fmt.Errorf("pool: Request.Exit: no exit labelled %q", RedactRaw(label))
 	}
 	pos := set.where[es.id]
 	g := &set.groups[pos.group]
 	ok, at, scope := p.ready(now, o, g, pos.index, nil)
 	if !ok && scope != scopeNone {
-		return ticket{}, at, scope, nil
+		return at, scope, nil
 	}
 	refuse := &NoHealthyExitError{Origin: originKey, Exits: 1, RetryIn: untilPositive(at, now)}
 	if !ok {
-		return ticket{}, time.Time{}, scopeNone, refuse
+		return time.Time{}, scopeNone, refuse
 	}
-	t, ok := p.acquire(now, o, es, es.id)
+	ok = p.acquire(now, o, es, es.id, t)
 	if !ok {
-		return ticket{}, time.Time{}, scopeNone, refuse // another request took the probe slot
+		return time.Time{}, scopeNone, refuse // another request took the probe slot
 	}
-	if !p.takeTokens(now, &t) {
-		p.unacquire(now, &t)
+	if !p.takeTokens(now, t) {
+		p.unacquire(now, t)
 		_, at, scope := p.tokensReady(now, o, g, pos.index)
 		if at.IsZero() { // the token went between peek and take: look again at once
 			at, scope = now, ScopeExit
 		}
-		return ticket{}, at, scope, nil
+		return at, scope, nil
 	}
-	return t, time.Time{}, scopeNone, nil
+	return time.Time{}, scopeNone, nil
 }
 
 // liveOrigin returns the state for originKey, never one a sweep has dropped.
@@ -242,11 +242,11 @@ func (p *Pool) sticks(now time.Time, o *originState, es *exitState) bool {
 // handed the verdict only when it is a failure, and only if the pair has not re-closed since
 // (pairPermit). Either way a verdict counts only in the generation the attempt was admitted in.
 // Only breakers out of CLOSED — the ones with probe slots to guard — are acquired under their locks.
-func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32) (ticket, bool) {
+func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32, t *ticket) bool {
 	if p.gone.get(id) {
-		return ticket{}, false
+		return false
 	}
-	t := ticket{exit: es, id: id, origin: o}
+	*t = ticket{exit: es, id: id, origin: o}
 	lease := p.probeLease
 	ok := false
 	if !p.exitOpen.get(id) {
@@ -256,7 +256,7 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32) 
 		t.exitState = es.wide.State(now)
 		if t.exitPm, ok = es.wide.AcquireLease(now, lease); !ok {
 			if !p.dryRun {
-				return ticket{}, false
+				return false
 			}
 			t.would = true
 		}
@@ -267,7 +267,7 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32) 
 		var alive bool
 		if pr, alive = p.pairFor(o, es); !alive {
 			t.exitPm.Release(now)
-			return ticket{}, false
+			return false
 		}
 	case o.open.get(id) || o.limited.get(id):
 		pr = o.lookupPair(id) // out of CLOSED, or paced: the pair's own state matters
@@ -285,18 +285,18 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32) 
 		if t.pairPm, ok = pr.b.AcquireLease(now, pairLease); !ok {
 			if !p.dryRun {
 				t.exitPm.Release(now)
-				return ticket{}, false
+				return false
 			}
 			t.would = true
 		}
 	}
-	if p.claimer != nil && !p.claimProbes(now, o, es, &t, lease) {
+	if p.claimer != nil && !p.claimProbes(now, o, es, t, lease) {
 		t.pairPm.Release(now)
 		t.exitPm.Release(now)
-		return ticket{}, false
+		return false
 	}
 	p.inflight.add(id, 1)
-	return t, true
+	return true
 }
 
 // exitPermit returns the exit's permit for t's verdict. An attempt admitted while the exit's bit
