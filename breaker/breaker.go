@@ -39,7 +39,7 @@ type Breaker struct {
 	closedAt  int64 // when it last closed, for the level's decay; 0 if it never tripped
 	changedAt int64
 	lastUse   int64
-	lastFail  string
+	lastFail  *string // the last failure's reason, interned (reason)
 	lastFailT int64
 }
 
@@ -336,7 +336,7 @@ func (b *Breaker) expireLeases(now int64, ev *events) {
 		return
 	}
 	if e, ok := b.expiredLease(now); ok {
-		b.lastFail, b.lastFailT = "probe lease expired", e
+		b.lastFail, b.lastFailT = reason("probe lease expired"), e
 		b.level = uint8(min(int(b.level)+1, b.p.maxLevel))
 		b.trips++
 		b.open(e, addSat(e, b.probe.reopenIn), CauseLeaseExpired, false, ev)
@@ -352,7 +352,7 @@ func (b *Breaker) note(now int64, c Cause, from State, ev *events) {
 	}
 	if b.state == Open {
 		t.NextProbe = time.Unix(0, b.nextProbe)
-		t.Reason = b.lastFail
+		t.Reason = b.lastReason()
 	}
 	ev.add(t)
 }
@@ -448,7 +448,7 @@ func (b *Breaker) Snapshot(now time.Time) Snapshot {
 		Trips:          b.trips,
 		Level:          b.effectiveLevel(t),
 		LastCause:      b.cause.Cause(),
-		LastFailure:    b.lastFail,
+		LastFailure:    b.lastReason(),
 		LastFailureAt:  unixTime(b.lastFailT),
 		LastTransition: unixTime(b.changedAt),
 	}

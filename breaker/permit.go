@@ -98,7 +98,7 @@ func (b *Breaker) apply(now int64, p Permit, v verdict, f Failure, ev *events) {
 			}
 		}
 	case vFailure:
-		b.lastFail, b.lastFailT = f.Reason, now
+		b.lastFail, b.lastFailT = reason(f.Reason), now
 		if f.Permanent {
 			b.park(now, ev)
 			return

@@ -10,7 +10,7 @@ func (b *Breaker) Save(now time.Time) Saved {
 	st, until := b.view(t)
 	s := Saved{
 		State: Closed, Level: b.effectiveLevel(t), Trips: b.trips,
-		ClosedAt: unixTime(b.closedAt), LastFailure: b.lastFail, Changed: unixTime(b.changedAt),
+		ClosedAt: unixTime(b.closedAt), LastFailure: b.lastReason(), Changed: unixTime(b.changedAt),
 	}
 	switch st {
 	case Open:
@@ -60,7 +60,7 @@ func (b *Breaker) Restore(now time.Time, s Saved) bool {
 	b.level = uint8(min(max(s.Level, 0), b.p.maxLevel))
 	b.trips = s.Trips
 	if s.LastFailure != "" {
-		b.lastFail = s.LastFailure
+		b.lastFail = reason(s.LastFailure)
 	}
 	if !s.ClosedAt.IsZero() {
 		b.closedAt = s.ClosedAt.UnixNano()
@@ -78,7 +78,7 @@ func (b *Breaker) Restore(now time.Time, s Saved) bool {
 		b.changedAt = s.Changed.UnixNano()
 	}
 	tr := Transition{
-		From: from, To: b.state, At: now, Cause: CauseRestored, Reason: b.lastFail,
+		From: from, To: b.state, At: now, Cause: CauseRestored, Reason: b.lastReason(),
 		Generation: b.generation(), Level: int(b.level), Trips: b.trips, Parked: b.parked,
 	}
 	if b.state == Open {

@@ -99,4 +99,3 @@ func (v *volumeBuckets) totals(now int64) (total, fails int) {
 	}
 	return total, fails
 }
-

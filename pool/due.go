@@ -1,72 +1,159 @@
 package pool
 
 import (
+	"container/heap"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
 )
 
 // An origin with many pairs out of CLOSED — thousands of exits banned or cooling down for one
 // site — would make every pick that draws one of them look the pair up and lock its breaker, only
-// to learn that it is still cooling down. The origin caches instead the earliest instant any of
-// them may admit a request, and picks trust it while nothing has changed.
+// to learn that it is still cooling down. The origin keeps instead a lower bound on when any of
+// them may next admit a request (dueTable.min), and a pick that draws such a pair before then
+// skips it without a lookup.
+//
+// The bound is kept from the pairs' own news, never by scanning them: each pair holds its due key,
+// the instant before which it cannot admit a request — set at each transition (its NextProbe when
+// it opens; when a probe goes out, the probe lease's end if that probe holds its only slot, else
+// then), at a probe's return without a transition (then), and cleared when it closes — and the
+// origin a min-heap of (key, pair) entries. An entry whose key is no longer its pair's is stale
+// and dropped when it reaches the top; the bound is the top's key. A bound that has passed makes
+// picks look pairs up again until the top's pair moves on.
 
-// dueRefresh is how often, at most, an origin recomputes its cache (on the pool's clock).
-const dueRefresh = time.Second
+// dueSwept is the due key of a pair the sweep has dropped: none of its entries is valid.
+const dueSwept = -1
 
-// dueCache says that no pair of the origin out of CLOSED admits a request before at (Unix ns), as
-// long as the origin's count of pair transitions is still changes.
-type dueCache struct {
-	changes uint64
-	at      int64
+// dueTable is an origin's heap of due entries.
+type dueTable struct {
+	mu      sync.Mutex
+	entries dueHeap
+	min     atomic.Int64 // the top's key; MaxInt64 when empty (nothing out of CLOSED)
+	cleaned atomic.Int64 // when a passed bound was last looked at (Unix ns)
 }
 
-// pairsNotBefore reports, from the cache, that every pair of o out of CLOSED refuses requests
-// until the instant it returns; ok is false when the cache cannot tell (stale, spent or none).
-func (o *originState) pairsNotBefore(now time.Time) (until time.Time, ok bool) {
-	c := o.due.Load()
-	if c == nil || c.changes != o.changes.Load() || now.UnixNano() >= c.at {
+type dueEntry struct {
+	key int64
+	pr  *pair
+}
+
+func (e dueEntry) valid() bool { return e.pr.due.Load() == e.key }
+
+type dueHeap []dueEntry
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].key < h[j].key }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueEntry)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = dueEntry{}
+	*h = old[:len(old)-1]
+	return e
+}
+
+// dueClean bounds how often a passed bound is re-examined (on the pool's clock).
+const dueClean = 10 * time.Millisecond
+
+// set makes key pr's due key (0: CLOSED, nothing to wait for) and records it.
+func (d *dueTable) set(pr *pair, key int64) {
+	pr.due.Store(key)
+	if key == 0 {
+		return // its entries are stale now; they go when they reach the top
+	}
+	d.mu.Lock()
+	heap.Push(&d.entries, dueEntry{key: key, pr: pr})
+	if len(d.entries) > 64 && len(d.entries) > 4*d.validLocked() {
+		d.compactLocked()
+	}
+	d.dropStaleLocked()
+	d.mu.Unlock()
+}
+
+// notBefore reports, from the bound, that no pair of the origin out of CLOSED admits a request
+// before the instant it returns; ok is false when the bound has passed (some pair may be ready).
+func (d *dueTable) notBefore(now time.Time) (until time.Time, ok bool) {
+	n := now.UnixNano()
+	if m := d.min.Load(); n < m {
+		return time.Unix(0, m), true
+	}
+	// The bound has passed: its entry may be stale. Look, at most once per dueClean.
+	last := d.cleaned.Load()
+	if n-last < int64(dueClean) || !d.cleaned.CompareAndSwap(last, n) {
 		return time.Time{}, false
 	}
-	return time.Unix(0, c.at), true
+	d.mu.Lock()
+	d.dropStaleLocked()
+	d.mu.Unlock()
+	if m := d.min.Load(); n < m {
+		return time.Unix(0, m), true
+	}
+	return time.Time{}, false
 }
 
-// maybeRefreshDue recomputes o's cache at most once per dueRefresh: in the background, or at once
-// WithInlineSweep (as sweeps are).
-func (p *Pool) maybeRefreshDue(now time.Time, o *originState) {
-	last := o.dueChecked.Load()
-	if now.UnixNano()-last < int64(dueRefresh) || !o.dueChecked.CompareAndSwap(last, now.UnixNano()) {
+// dropStaleLocked pops stale entries off the top and publishes the bound. d.mu is held.
+func (d *dueTable) dropStaleLocked() {
+	for len(d.entries) > 0 && !d.entries[0].valid() {
+		heap.Pop(&d.entries)
+	}
+	if len(d.entries) == 0 {
+		d.min.Store(math.MaxInt64)
 		return
 	}
-	if p.inline {
-		o.refreshDue(now)
-		return
-	}
-	p.sweeps.Add(1)
-	go func() {
-		defer p.sweeps.Done()
-		o.refreshDue(now)
-	}()
+	d.min.Store(d.entries[0].key)
 }
 
-// refreshDue computes the cache at now from every pair out of CLOSED. The transition count is
-// read first: a transition during the scan leaves the result stale at once. Nothing is cached
-// while some pair would admit a request now.
-func (o *originState) refreshDue(now time.Time) {
-	changes := o.changes.Load()
-	earliest := int64(math.MaxInt64)
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	for id, pr := range o.pairs {
-		if !o.open.get(id) {
-			continue
+func (d *dueTable) validLocked() int {
+	n := 0
+	for _, e := range d.entries {
+		if e.valid() {
+			n++
 		}
-		ok, at := pr.b.Ready(now)
-		if ok || at.IsZero() {
-			return
-		}
-		earliest = min(earliest, at.UnixNano())
 	}
-	if earliest > now.UnixNano() {
-		o.due.Store(&dueCache{changes: changes, at: earliest})
+	return n
+}
+
+// compactLocked drops every stale entry, so that pairs that move often cannot grow the heap past a
+// few entries each. d.mu is held.
+func (d *dueTable) compactLocked() {
+	kept := d.entries[:0]
+	for _, e := range d.entries {
+		if e.valid() {
+			kept = append(kept, e)
+		}
+	}
+	clear(d.entries[len(kept):])
+	d.entries = kept
+	heap.Init(&d.entries)
+}
+
+// noteDue records what transition t of pr says about when pr may next admit a request.
+func (pr *pair) noteDue(t breaker.Transition) {
+	d := &pr.origin.due
+	switch t.To {
+	case breaker.Closed:
+		d.set(pr, 0)
+	case breaker.Open:
+		d.set(pr, max(t.NextProbe.UnixNano(), 1))
+	case breaker.HalfOpen:
+		// A probe has gone out. It holds the pair's only slot until its verdict (a transition, or
+		// probeBack) or the end of its lease; with more slots, others may go out at once.
+		key := t.At.UnixNano()
+		if s := pr.b.Policy().Settings(); s.HalfOpenProbes == 1 {
+			key += int64(s.ProbeLease)
+		}
+		d.set(pr, max(key, 1))
+	}
+}
+
+// probeBack records that a probe of pr came back without a transition (it was released, or its
+// verdict said nothing): the slot is free again at now.
+func (pr *pair) probeBack(now time.Time) {
+	if pr.due.Load() > now.UnixNano() {
+		pr.origin.due.set(pr, max(now.UnixNano(), 1))
 	}
 }

@@ -52,35 +52,46 @@ func TestDueCacheNeverHoldsBackAProbe(t *testing.T) {
 		}
 		l.Report(Verdict{Outcome: Success})
 	}
-	until, ok := o.pairsNotBefore(clk.Now())
+	until, ok := o.due.notBefore(clk.Now())
 	if !ok || until.Sub(t0) < 15*time.Minute {
-		t.Fatalf("due cache = %v, %v; want it known, at least 15 min after the parks", until.Sub(t0), ok)
+		t.Fatalf("due bound = %v, %v; want it known, at least 15 min after the parks", until.Sub(t0), ok)
 	}
 
-	// A shorter cooldown that begins after the cache was made: a 429 with Retry-After 30 s on the
-	// last pair. The cache must stop holding at once, so the probe comes when the pair says.
+	// A shorter cooldown that begins later: a 429 with Retry-After 30 s on the last pair. The
+	// bound must come down to its end at once, so that the probe comes when the pair says.
 	trip(exits[19].Label(), Verdict{Outcome: Transient, Class: ClassRateLimited, RetryAfter: 30 * time.Second})
-	if _, ok := o.pairsNotBefore(clk.Now()); ok {
-		t.Fatal("due cache still trusted after a pair's transition")
+	pr := o.lookupPair(p.set.Load().byLabel[exits[19].Label()].id)
+	_, own := pr.b.Ready(clk.Now())
+	if until, ok = o.due.notBefore(clk.Now()); !ok || !until.Equal(own) {
+		t.Fatalf("due bound after the 429 = %v, %v; want the 429's end %v", until, ok, own)
 	}
 	clk.Advance(10 * time.Second)
 	if _, err := p.Pick(ctx, Request{Origin: origin}); err == nil {
 		t.Fatal("a pick was admitted while every pair cools down")
 	}
-	// Recomputed now (a second has passed since the last): it knows the 429's end.
-	until, ok = o.pairsNotBefore(clk.Now())
-	pr := o.lookupPair(p.set.Load().byLabel[exits[19].Label()].id)
-	_, own := pr.b.Ready(clk.Now())
-	if !ok || !until.Equal(own) {
-		t.Fatalf("due cache = %v, %v; want the 429's end %v", until, ok, own)
-	}
 	clk.Set(own)
-	l, err := p.Pick(ctx, Request{Origin: origin})
-	if err != nil {
-		t.Fatalf("pick at the end of the 429's cooldown: %v", err)
+	probe := func() Lease {
+		t.Helper()
+		l, err := p.Pick(ctx, Request{Origin: origin})
+		if err != nil {
+			t.Fatalf("pick at %v: %v", clk.Now().Sub(t0), err)
+		}
+		if got := l.Info(); got.Exit.Label() != exits[19].Label() || !got.Probe || got.PairState != breaker.HalfOpen {
+			t.Fatalf("pick = %+v; want a probe of %s", got, exits[19].Label())
+		}
+		return l
 	}
-	if got := l.Info(); got.Exit.Label() != exits[19].Label() || !got.Probe || got.PairState != breaker.HalfOpen {
-		t.Fatalf("pick at the cooldown's end = %+v; want a probe of %s", got, exits[19].Label())
+	// The probe holds the pair's only slot: the bound says so (the lease's end) ...
+	l := probe()
+	if until, ok = o.due.notBefore(clk.Now()); !ok || !until.After(clk.Now()) {
+		t.Fatalf("due bound with the probe out = %v, %v; want a later instant", until, ok)
 	}
+	// ... and once it comes back unused the slot is free, with no transition: the next pick
+	// probes again at once.
+	l.Release()
+	l = probe()
 	l.Report(Verdict{Outcome: Success})
+	if got := pr.b.State(clk.Now()); got != breaker.Closed {
+		t.Fatalf("pair after a good probe is %v, want closed", got)
+	}
 }

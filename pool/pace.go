@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -94,14 +95,26 @@ func banLike(v Verdict) bool {
 func (pr *pair) noteEpisode(t breaker.Transition) {
 	switch {
 	case t.From == breaker.Closed && t.To == breaker.Open:
-		var at int64
+		var at uint32
 		if (t.Reason == string(ClassBlocked) || t.Reason == string(ClassRateLimited)) && t.Cause != breaker.CauseRetryAfter {
-			at = t.At.UnixNano()
+			at = episodeClock(t.At)
 		}
 		pr.episode.Store(at)
 	case t.To == breaker.Closed:
 		if at := pr.episode.Swap(0); at != 0 && t.From == breaker.HalfOpen {
-			pr.origin.learn.record(time.Duration(t.At.UnixNano() - at))
+			pr.origin.learn.record(time.Duration(episodeClock(t.At)-at) * episodeTick)
 		}
 	}
 }
+
+// episodeClock reads t in episodeTicks since episodeEpoch, never 0 (which says "no episode"):
+// four bytes a pair, whole seconds (bans last minutes to hours), until the year 2161.
+func episodeClock(t time.Time) uint32 {
+	d := t.Sub(episodeEpoch) / episodeTick
+	return uint32(min(max(d, 1), math.MaxUint32))
+}
+
+// An episode's start is kept to the second, counted from 2025.
+const episodeTick = time.Second
+
+var episodeEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -49,13 +49,13 @@ type ticket struct {
 	// lazyPair: admitted without looking at the pair's breaker (it had none, or the bit table
 	// showed it CLOSED); epoch is the origin's epoch then (see pairPermit).
 	lazyPair bool
-	epoch    uint64
+	epoch    uint32
 	// lazyExit: admitted while the exit's bit showed its breaker CLOSED, without touching the
 	// breaker; exitEpoch is the pool's exit epoch then (see exitPermit).
 	lazyExit  bool
 	exitEpoch uint64
-	retries  *Retries
-	now      time.Time // when the attempt was admitted (after any wait for a token)
+	retries   *Retries
+	now       time.Time // when the attempt was admitted (after any wait for a token)
 }
 
 // pick chooses an exit for r at now and acquires its permits and tokens, waiting for a token when

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +52,7 @@ type Pool struct {
 	exitEpoch atomic.Uint64
 	gone      bitTable // removed exits
 	forgotten bitTable // removed exits whose state is forgotten for good (lifeForgotten)
-	inflight counterTable
+	inflight  counterTable
 	// lazyPairs: a pair gets a breaker only when it first fails (see finish). Successes of a pair
 	// with no breaker need no counting unless the failure-ratio condition is on, and it needs no
 	// bucket unless every pair is rate-limited.
@@ -190,16 +191,13 @@ type originState struct {
 	// epoch counts the times a pair of this origin returned to CLOSED. A lease admitted without
 	// looking at its pair (lazyPair) remembers it, so its verdict can tell a pair that re-closed
 	// since — whose generation it never saw — from one that stayed CLOSED (see pairPermit).
-	epoch atomic.Uint64
+	epoch atomic.Uint32 // wraps: compared with epochAfter
 	// pace is the window the origin's pairs learned, a prior for its other pairs; learn is what
 	// its bans lasted (pace.go).
 	pace  originPace
 	learn recoveryStats
-	// changes counts the transitions of the origin's pairs; due caches when its pairs out of
-	// CLOSED may next admit a request, dueChecked when that was last computed (due.go).
-	changes    atomic.Uint64
-	due        atomic.Pointer[dueCache]
-	dueChecked atomic.Int64
+	// due bounds when its pairs out of CLOSED may next admit a request (due.go).
+	due dueTable
 }
 
 type pair struct {
@@ -207,12 +205,15 @@ type pair struct {
 	// a pair is one allocation with no callbacks of its own.
 	b      breaker.Breaker
 	origin *originState
-	// episode is when the pair's current ban episode began (Unix ns; 0: none): its trip from CLOSED
-	// for a block or a rate limit without Retry-After (pace.go).
-	episode atomic.Int64
+	// episode is when the pair's current ban episode began (episodeClock; 0: none): its trip from
+	// CLOSED for a block or a rate limit without Retry-After (pace.go).
+	episode atomic.Uint32
 	// closedEpoch is the origin's epoch when the pair last returned to CLOSED; 0 if never.
-	closedEpoch atomic.Uint64
-	id          uint32 // the exit's
+	closedEpoch atomic.Uint32
+	// due is the instant before which the pair cannot admit a request (0: CLOSED; dueSwept once
+	// swept): its key in the origin's due table (due.go).
+	due atomic.Int64
+	id  uint32 // the exit's
 	// mute silences the breaker's hooks: while a retune restores its state into it before it is
 	// in the table, and for good once a retune has replaced it (retune.go).
 	mute atomic.Bool
@@ -221,7 +222,7 @@ type pair struct {
 // StateChanged reports the pair's transitions to the pool's observers, for the exit's current
 // version (as for the exit's own breaker, newExitBreaker), or to nobody.
 func (pr *pair) StateChanged(t breaker.Transition) {
-	pr.origin.changes.Add(1) // muted or not: the origin's due cache must hear of it (due.go)
+	pr.noteDue(t) // muted or not: the origin's bound must hear of it (due.go)
 	if pr.mute.Load() {
 		return
 	}
@@ -282,6 +283,7 @@ func (p *Pool) origin(key string) *originState {
 	defer p.omu.Unlock()
 	if o = p.origins[key]; o == nil {
 		o = &originState{key: key, pool: p, pairs: make(map[uint32]*pair), rule: p.ruleFor(key)}
+		o.due.min.Store(math.MaxInt64)
 		o.eager = o.rule != nil && o.rule.eager
 		o.bucket = p.gate.OriginBucket(key)
 		o.guard = p.newOriginGuard(o)
@@ -386,6 +388,7 @@ func (p *Pool) Sweep(now time.Time) {
 			if p.forgotten.get(id) || (!blocked && pr.b.Idle(now, p.idleTTL) && !o.paces[id].Throttled()) {
 				delete(o.pairs, id)
 				delete(o.paces, id)
+				pr.due.Store(dueSwept)
 				o.open.set(id, false)
 				o.limited.set(id, false)
 				o.learning.set(id, false)

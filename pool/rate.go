@@ -25,6 +25,9 @@ func (p *Pool) takeTokens(now time.Time, t *ticket) bool {
 func (p *Pool) unacquire(now time.Time, t *ticket) {
 	p.inflight.add(t.id, -1)
 	t.pairPm.Release(now)
+	if t.pairPm.Probe() {
+		t.pair.probeBack(now)
+	}
 	t.exitPm.Release(now)
 }
 

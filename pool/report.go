@@ -59,9 +59,16 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter
 	pairAfter = breaker.Closed
 	if t.pair != nil {
 		pairAfter = t.pair.b.State(now)
+		if t.pairPm.Probe() && pairAfter == breaker.HalfOpen {
+			t.pair.probeBack(now) // its slot is free again, with no transition to say so
+		}
 	}
 	return pairAfter, t.exit.wide.State(now)
 }
+
+// epochAfter reports whether origin epoch a is later than b. Epochs wrap at 2³²: only the order
+// of two taken less than 2³¹ re-closes apart (one attempt's lifetime) matters.
+func epochAfter(a, b uint32) bool { return int32(a-b) > 0 }
 
 // pairPermit returns the permit a failure of t's pair is given. An attempt admitted while the pair
 // was CLOSED without touching its breaker (or before it had one) held a CLOSED permit in spirit:
@@ -80,7 +87,7 @@ func (p *Pool) pairPermit(t *ticket) breaker.Permit {
 		if pr, alive := p.pairFor(o, t.exit); alive {
 			t.pair = pr
 			pm, closed := pr.b.ClosedPermit()
-			if !closed || pr.closedEpoch.Load() > t.epoch {
+			if !closed || epochAfter(pr.closedEpoch.Load(), t.epoch) {
 				return breaker.Permit{}
 			}
 			return pm
@@ -94,6 +101,9 @@ func (p *Pool) pairPermit(t *ticket) breaker.Permit {
 func (p *Pool) release(now time.Time, t *ticket) {
 	p.inflight.add(t.id, -1)
 	t.pairPm.Release(now)
+	if t.pairPm.Probe() {
+		t.pair.probeBack(now)
+	}
 	t.exitPm.Release(now)
 	t.originPm.Release(now)
 }

@@ -91,6 +91,7 @@ func (p *Pool) remakePair(now time.Time, o *originState, es *exitState, old *pai
 	pr := p.newPair(o, es, pol) // its pace, kept by exit id in o.paces, stays
 	pr.mute.Store(true)         // nobody else sees pr yet: its restore tells no one
 	old.mute.Store(true)
+	old.due.Store(dueSwept) // its entries in the origin's bound are void; pr's restore adds its own
 	pr.b.Restore(now, handOver(now, &old.b, old.b.Policy().Settings().ProbeLease))
 	pr.closedEpoch.Store(old.closedEpoch.Load())
 	o.open.set(es.id, pr.b.State(now) != breaker.Closed)

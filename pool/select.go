@@ -67,10 +67,8 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 	ok, at := true, time.Time{}
 	if p.exitOpen.get(id) {
 		ok, at = g.exits[i].wide.Ready(now)
-	} else if until, known := o.pairsNotBefore(now); known {
+	} else if until, known := o.due.notBefore(now); known {
 		return false, until // the pair is out of CLOSED, and none of the origin's admits before until
-	} else {
-		p.maybeRefreshDue(now, o)
 	}
 	if pr := o.lookupPair(id); pr != nil {
 		pok, pat := pr.b.Ready(now)
