@@ -7,7 +7,7 @@ import (
 
 // The attempt is its own context: the caller's context, plus the exit and the attempt as values,
 // plus a cancellation of its own (the header timeout, the body pace rule, the end of the attempt).
-// It replaces a context.WithCancelCause and a context.WithValue per request, and it is what makes
+// It replaces a context.WithCancelCause per request (two allocations), and it is what makes
 // net/http's own per-request context cheap to hang below it: net/http derives one from every
 // request's context, and package context registers such a child with a parent that has an
 // AfterFunc method (see AfterFunc) instead of giving the parent a map of children.
@@ -81,12 +81,12 @@ func (a *attempt) cancelWith(err, cause error) {
 		return
 	}
 	a.ctxErr, a.ctxCause = err, cause
+	a.ended.Store(true) // before the channel closes: who wakes on it sees Err; Err waits for it
 	if d, _ := a.doneCh.Load().(chan struct{}); d != nil {
 		close(d)
 	} else {
 		a.doneCh.Store(closedChan)
 	}
-	a.ended.Store(true) // after the channel closed: Err is non-nil only once Done is closed
 	first, rest, stop := a.first, a.afters, a.stopParent
 	a.first, a.afters, a.stopParent = nil, nil, nil
 	a.cmu.Unlock()
@@ -130,17 +130,19 @@ func (a *attempt) Done() <-chan struct{} {
 }
 
 // Err is nil until the attempt's context ends, then context.Canceled, or the caller's context's
-// error if that is what ended it. A caller's context that has ended ends the attempt's here, at
-// once, even if the AfterFunc watching it has not run yet.
+// error if that is what ended it. The caller's end reaches the attempt through a context.AfterFunc,
+// in a goroutine of its own, a moment after it happens; Err does not wait for it: it ends the
+// attempt's context itself when it finds the caller's ended, so that what a cancelled caller's
+// base or body reads next is the cancellation, as it was with a context package child.
 func (a *attempt) Err() error {
-	if a.ended.Load() {
-		return a.ctxErr
-	}
-	if a.parentEnds && a.parent.Err() != nil {
+	if !a.ended.Load() {
+		if !a.parentEnds || a.parent.Err() == nil {
+			return nil
+		}
 		a.parentEnded()
-		return a.ctxErr
 	}
-	return nil
+	<-a.Done() // closed, or about to be: Err is non-nil only once Done is closed
+	return a.ctxErr
 }
 
 // Value carries the exit (ExitFromContext) and the attempt (VerdictFromResponse); any other key is
