@@ -217,7 +217,7 @@ func (a *attempt) arm(d time.Duration) {
 
 // watch is the stall watchdog firing: it fails a body the caller has waited on for the stall
 // timeout, re-arms for the rest of a shorter wait, and disarms when the caller is not waiting (its
-// next Read arms it again), so that a body nobody reads holds no timer.
+// next Read arms it again), so that a body nobody reads holds no pending timer.
 //
 // watch stores armed before it loads waitSince, and Read stores waitSince before it loads armed:
 // of a watch disarming and a Read starting to wait at once, at least one sees the other, so a wait
