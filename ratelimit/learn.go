@@ -11,9 +11,10 @@ import (
 // A 429 with a Retry-After says two things: the pair has used up what the origin allows it, and
 // when the origin's window resets. Two such 429s in windows that follow each other say how long the
 // window is (from one reset to the next) and how much it allows (the successes in between): from
-// then on the pair is held to that allowance per window, the windows aligned on the resets the
-// origin announced (windowBudget) — it sends what the origin allows, as fast as it likes, and stops
-// before the 429. A pair held to a window that still meets a 429 (the origin allows less, or counts
+// then on the pair is held to that allowance in any span of the window's length, none before the
+// reset the origin announced (windowBudget, a sliding log of the pair's own takes) — it sends what
+// the origin allows, as fast as it likes, and stops before the 429; each slot comes back when the
+// take that used it leaves the window, which is when a sliding window frees it. A pair held to a window that still meets a 429 (the origin allows less, or counts
 // a sliding window) is allowed one less per window, from the reset that 429 announced; one that
 // meets none for RaiseAfter windows is allowed one more, so that a site that allows more is found
 // out at the cost of one 429.
@@ -28,8 +29,8 @@ const (
 	consecutive = 2
 )
 
-// Window is what an origin allows a pair: N requests per Length, the windows aligned on the
-// origin's resets. The zero Window is nothing learned.
+// Window is what an origin allows a pair: N requests in any span of Length. The zero Window is
+// nothing learned.
 type Window struct {
 	N      int
 	Length time.Duration

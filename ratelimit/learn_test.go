@@ -164,3 +164,43 @@ func TestNilPair(t *testing.T) {
 		t.Errorf("nil pair: Limited = %+v; want nothing", own)
 	}
 }
+
+// TestWindowBudgetSlides: a pair held to a window gets its slots back one at a time, as its own
+// takes leave the window — where an origin's sliding log frees them — not all at one reset.
+func TestWindowBudgetSlides(t *testing.T) {
+	p := newLearner(t)
+	p.Limited(sec(0), time.Second, Window{N: 3, Length: time.Minute}) // the origin's prior; rest 1 s
+	steps := []struct {
+		at      float64
+		ok      bool
+		readyAt float64 // when not ok
+	}{
+		{0.5, false, 1}, {1, true, 0}, {10, true, 0}, {20, true, 0}, {30, false, 61},
+		{61, true, 0}, {62, false, 70}, {70, true, 0}, {80.5, true, 0}, {81, false, 121},
+	}
+	for i, s := range steps {
+		ok, at := p.Bucket().Ready(sec(s.at))
+		if ok != s.ok || (!ok && !at.Equal(sec(s.readyAt))) {
+			t.Fatalf("step %d: Ready(%v s) = %v, %v; want %v, %v s", i, s.at, ok, at.Sub(lt0), s.ok, s.readyAt)
+		}
+		if ok && takes(p, sec(s.at)) != 1 {
+			t.Fatalf("step %d: Take(%v s) refused after Ready", i, s.at)
+		}
+	}
+}
+
+// TestWindowBudgetLarge: a budget of more than maxLog per window counts over fixed windows from
+// the announced reset, holding no instants.
+func TestWindowBudgetLarge(t *testing.T) {
+	p := newLearner(t)
+	p.Limited(sec(0), time.Second, Window{N: maxLog + 1, Length: time.Minute})
+	if got := takes(p, every(sec(1), time.Millisecond, maxLog+5)...); got != maxLog+1 {
+		t.Errorf("first window: %d takes given, want %d", got, maxLog+1)
+	}
+	if got := takes(p, sec(61)); got != 1 {
+		t.Errorf("the next window: %d given, want 1", got)
+	}
+	if n := len(p.win.log); n != 0 {
+		t.Errorf("log holds %d instants, want none", n)
+	}
+}
