@@ -208,21 +208,29 @@ func (a *attempt) stopAfter(id uint32) bool {
 	return false
 }
 
-// observedContext is the attempt's context as the observers returned it (AttemptStarted), given
-// the attempt's AfterFunc when it ends exactly when the attempt's does: an observer that only adds
-// values (a span) keeps net/http's child registering without a goroutine.
+// observedContext is the attempt's context as the observers returned it (AttemptStarted), with an
+// AfterFunc: an observer that only adds values (a span) keeps net/http's child registering with
+// the attempt, without a goroutine.
 type observedContext struct {
 	context.Context
 	a *attempt
 }
 
-// AfterFunc is the attempt's (see attempt.AfterFunc).
-func (c *observedContext) AfterFunc(f func()) func() bool { return c.a.AfterFunc(f) }
+// AfterFunc is the attempt's (see attempt.AfterFunc) when the observers' context ends exactly when
+// the attempt's does (its Done channel is the attempt's); otherwise that of package context, which
+// runs f in a goroutine of its own once the observers' context ends. It is asked when a child is
+// made, so that an attempt whose base never asks for a Done channel makes none.
+func (c *observedContext) AfterFunc(f func()) func() bool {
+	if c.Context.Done() == c.a.Done() {
+		return c.a.AfterFunc(f)
+	}
+	return context.AfterFunc(c.Context, f)
+}
 
-// observed returns the context the observers made of the attempt's, with the attempt's AfterFunc if
-// its Done channel is the attempt's.
+// observed returns the context the observers made of the attempt's, given an AfterFunc unless it is
+// the attempt itself.
 func (a *attempt) observed(ctx context.Context) context.Context {
-	if ctx == context.Context(a) || ctx.Done() != a.Done() {
+	if ctx == context.Context(a) {
 		return ctx
 	}
 	a.octx = observedContext{Context: ctx, a: a}

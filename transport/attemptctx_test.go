@@ -178,8 +178,8 @@ func (c chanContext) Done() <-chan struct{}     { return c }
 func (chanContext) Err() error                  { return nil }
 func (chanContext) Value(any) any               { return nil }
 
-// TestObservedContext: an observer's context that only adds values keeps the attempt's AfterFunc;
-// one with an end of its own does not claim it.
+// TestObservedContext: a child of an observer's context that only adds values registers with the
+// attempt and ends with it; a child of one with an end of its own ends with that.
 func TestObservedContext(t *testing.T) {
 	type key struct{}
 	a := &attempt{}
@@ -189,23 +189,39 @@ func TestObservedContext(t *testing.T) {
 	}
 	withSpan := a.observed(context.WithValue(a, key{}, "span"))
 	if _, ok := withSpan.(interface{ AfterFunc(func()) func() bool }); !ok || withSpan.Value(key{}) != "span" {
-		t.Errorf("observed(WithValue) = %T: want the attempt's AfterFunc and the observer's value", withSpan)
+		t.Errorf("observed(WithValue) = %T: want an AfterFunc and the observer's value", withSpan)
+	}
+	if a.doneCh.Load() != nil {
+		t.Error("observed made the attempt's Done channel before anyone asked for it")
 	}
 	child, cancel := context.WithCancel(withSpan)
 	defer cancel()
 	if a.first == nil {
 		t.Error("a child of the observers' context did not register with the attempt")
 	}
-	own, cancelOwn := context.WithCancel(a)
-	defer cancelOwn()
-	if got := a.observed(own); got != own {
-		t.Errorf("observed(WithCancel) = %T, want it as it is", got)
+
+	b := &attempt{}
+	b.initContext(context.Background())
+	own, cancelOwn := context.WithCancel(b)
+	ownChild, cancelOwnChild := context.WithCancel(b.observed(valueless{own}))
+	defer cancelOwnChild()
+	cancelOwn()
+	awaitDone(t, "a child of an observers' context with an end of its own", ownChild)
+	if b.Err() != nil {
+		t.Errorf("the observers' context's own end ended the attempt: Err() = %v", b.Err())
 	}
+
 	a.cancel(nil)
 	if child.Err() == nil {
 		t.Error("a child of the observers' context did not end with the attempt")
 	}
 }
+
+// valueless hides its context's values, and so its *cancelCtx from package context, which must
+// then ask the observers' context for an AfterFunc.
+type valueless struct{ context.Context }
+
+func (valueless) Value(any) any { return nil }
 
 // TestAttemptFitsItsSizeClass: the attempt is a request's one allocation; with the 8-byte header
 // the allocator puts before objects of more than 512 bytes it fills the 1,024-byte size class,
