@@ -109,6 +109,8 @@ type Env struct {
 	Exits []*pool.Exit
 	// Uint64 is this strategy's seeded random source, safe for concurrent use.
 	Uint64 func() uint64
+	// Trace, when a strategy's New sets it, hears of every attempt Send counts: for diagnosis.
+	Trace func(e int, q Request, r Result, now time.Time)
 
 	s *sched
 }
@@ -124,6 +126,9 @@ func (env *Env) Send(w, e int, q Request) (r Result, ok bool) {
 		return Result{}, false
 	}
 	s.record(e, q.Origin, r)
+	if env.Trace != nil {
+		env.Trace(e, q, r, s.clock.Now())
+	}
 	return r, true
 }
 

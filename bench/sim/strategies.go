@@ -121,7 +121,7 @@ func Oracle() Strategy {
 // round-2 world, where uncapped origins take all the worker time there is, it never does. Each rule
 // alone loses in the other world (round 1: 381k successes never using them, 420k always; round 2,
 // seed 1: 769k never, 508k always). Otherwise it refuses for the time until an exit is ready
-// (refusalWait). It is the yardstick issue 13's goodput target is judged against.
+// (refusalWait: the soonest exit it would use). It is the yardstick issue 13's goodput target is judged against.
 func InformedOracle() Strategy {
 	return Strategy{Name: InformedOracleName, New: func(env *Env) (Router, func(), error) {
 		sc := env.Scenario
@@ -153,27 +153,30 @@ func InformedOracle() Strategy {
 				return healthy[env.Uint64()%uint64(len(healthy))], count(q.Origin, now), 0
 			}
 			binding[q.Origin] = now
-			if len(flaky) > 0 {
-				worth := 0.0 // successes a worker-second gets where capacity does not bind
-				if el := now.Sub(Epoch).Seconds() * float64(sc.Workers); el > 0 {
-					worth = float64(unbound) / el
-				}
-				if pOK > worth*flakyTime {
-					return flaky[env.Uint64()%uint64(len(flaky))], nil, 0
-				}
+			worth := 0.0 // successes a worker-second gets where capacity does not bind
+			if el := now.Sub(Epoch).Seconds() * float64(sc.Workers); el > 0 {
+				worth = float64(unbound) / el
 			}
-			return -1, nil, refusalWait(env, q, now)
+			useFlaky := pOK > worth*flakyTime
+			if useFlaky && len(flaky) > 0 {
+				return flaky[env.Uint64()%uint64(len(flaky))], nil, 0
+			}
+			return -1, nil, refusalWait(env, q, now, useFlaky)
 		}}, nil, nil
 	}}
 }
 
 // refusalWait is the RetryIn of the informed oracle's refusal for q at now: the time until the
-// soonest exit the hidden state would let serve q (Truth.ReadyAt), as the pool's errors say when
-// its soonest exit is ready — the same contract, so that the world's refused worker (who waits
-// RetryIn, at most Scenario.MaxRefusalWait) treats both alike.
-func refusalWait(env *Env, q Request, now time.Time) time.Duration {
+// soonest exit it would send q through (a healthy one, or a flaky one when flaky says it would use
+// them) is ready by the hidden state (Truth.ReadyAt), as the pool's errors say when its soonest
+// exit is ready — the same contract, so that the world's refused worker (who waits RetryIn, at
+// most Scenario.MaxRefusalWait) treats both alike.
+func refusalWait(env *Env, q Request, now time.Time, flaky bool) time.Duration {
 	in := env.Scenario.MaxRefusalWait
 	for e := range env.Exits {
+		if !flaky && env.Truth.Kind(e) == Flaky {
+			continue
+		}
 		if at := env.Truth.ReadyAt(e, q, now); !at.IsZero() {
 			in = min(in, max(at.Sub(now), 0))
 		}
