@@ -60,6 +60,7 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 		}
 		return Window{}
 	}
+	p.tracking = true
 	reset := t + int64(retryAfter)
 	p.longest = max(p.longest, int64(retryAfter))
 	var own Window
@@ -75,9 +76,9 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 		p.win.reset(n, w, reset)
 	case p.since != 0 && p.sent > 0 && reset-p.since <= consecutive*p.longest:
 		own = Window{N: int(p.sent), Length: natural(time.Duration(reset - p.since))}
-		p.hold(own, reset)
+		p.hold(own, reset, false)
 	case !prior.IsZero():
-		p.hold(prior, reset)
+		p.hold(prior, reset, false)
 	}
 	p.since, p.sent, p.learned = reset, 0, t
 	return own
@@ -102,10 +103,16 @@ func natural(d time.Duration) time.Duration {
 	return max(d.Round(time.Second), time.Second)
 }
 
-// hold holds the pair to w from start, under p.mu.
-func (p *Pair) hold(w Window, start int64) {
+// hold holds the pair to w from start, under p.mu; with seed, its successes of the window before
+// start count in it (the origin still counts them, if its window slides; a Retry-After's reset
+// needs none: the origin said when it has room again).
+func (p *Pair) hold(w Window, start int64, seed bool) {
 	p.win = &windowBudget{}
 	p.win.reset(w.N, int64(w.Length), start)
+	if seed {
+		p.win.seed(p.recent, start)
+	}
+	p.recent = nil
 	p.bucket.Store(SourceBucket(p.win))
 }
 
@@ -118,11 +125,17 @@ func (p *Pair) Served(now time.Time) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	t := now.UnixNano()
+	if p.win == nil {
+		p.noteSuccess(t)
+	} else {
+		p.inRun = false
+		p.runSent++
+	}
 	if p.win == nil && p.bucket.Load() != nil {
 		p.growLocked(now)
 		return
 	}
-	t := now.UnixNano()
 	if t < p.since {
 		return // an attempt the origin answered before its window reset
 	}

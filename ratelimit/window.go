@@ -138,6 +138,23 @@ func (b *windowBudget) reset(n int, w, start int64) {
 	}
 }
 
+// seed counts in the sliding log the takes at ts (sorted) that fall in the window before start.
+func (b *windowBudget) seed(ts []int64, start int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.sliding() {
+		return
+	}
+	for _, t := range ts {
+		if t > start-b.w && t <= start {
+			b.log = append(b.log, t)
+		}
+	}
+	if len(b.log) > b.n {
+		b.log = append(b.log[:0], b.log[len(b.log)-b.n:]...)
+	}
+}
+
 // allowance returns n and w.
 func (b *windowBudget) allowance() (int, int64) {
 	b.mu.Lock()
