@@ -22,6 +22,12 @@ type Timer interface {
 	C() <-chan time.Time
 	// Stop prevents the timer from firing and reports whether it was stopped before it fired.
 	Stop() bool
+	// Reset makes the timer fire once d has elapsed from now, whether it was pending, stopped or
+	// had fired, and reports whether it was pending. For an AfterFunc timer, a false return means
+	// f runs again; it does not wait for an earlier run of f to complete. After Reset of a channel
+	// timer, its channel delivers no time from an earlier setting. Reset is how a waiter that waits
+	// again and again (a watchdog) reuses one timer instead of making one per wait.
+	Reset(d time.Duration) bool
 }
 
 // System is the Clock of the real world: time.Now and time.NewTimer.
@@ -41,6 +47,8 @@ type systemTimer struct{ t *time.Timer }
 
 func (t systemTimer) C() <-chan time.Time { return t.t.C }
 func (t systemTimer) Stop() bool          { return t.t.Stop() }
+
+func (t systemTimer) Reset(d time.Duration) bool { return t.t.Reset(d) }
 
 // Sleep waits on c until d has passed or ctx is done, and returns ctx's error in the second case.
 // A d <= 0 returns at once (nil, unless ctx is already done).

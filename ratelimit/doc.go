@@ -30,7 +30,8 @@
 //
 // A pair that meets 429s with Retry-After learns the origin's window from them (Pair.Limited; the
 // rules are in learn.go): how long it is and how many requests it allows, and is then held to that
-// allowance per window, aligned on the resets the origin announced. Package pool keeps what an
+// allowance in any span of the window's length (a sliding log of its own requests), none before the
+// reset the origin announced. Package pool keeps what an
 // origin's pairs learned as the first window of its other pairs.
 //
 // A 429 without Retry-After cuts the pair's rate to half (never below the floor of one request a

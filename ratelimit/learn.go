@@ -11,9 +11,10 @@ import (
 // A 429 with a Retry-After says two things: the pair has used up what the origin allows it, and
 // when the origin's window resets. Two such 429s in windows that follow each other say how long the
 // window is (from one reset to the next) and how much it allows (the successes in between): from
-// then on the pair is held to that allowance per window, the windows aligned on the resets the
-// origin announced (windowBudget) — it sends what the origin allows, as fast as it likes, and stops
-// before the 429. A pair held to a window that still meets a 429 (the origin allows less, or counts
+// then on the pair is held to that allowance in any span of the window's length, none before the
+// reset the origin announced (windowBudget, a sliding log of the pair's own takes) — it sends what
+// the origin allows, as fast as it likes, and stops before the 429; each slot comes back when the
+// take that used it leaves the window, which is when a sliding window frees it. A pair held to a window that still meets a 429 (the origin allows less, or counts
 // a sliding window) is allowed one less per window, from the reset that 429 announced; one that
 // meets none for RaiseAfter windows is allowed one more, so that a site that allows more is found
 // out at the cost of one 429.
@@ -28,8 +29,8 @@ const (
 	consecutive = 2
 )
 
-// Window is what an origin allows a pair: N requests per Length, the windows aligned on the
-// origin's resets. The zero Window is nothing learned.
+// Window is what an origin allows a pair: N requests in any span of Length. The zero Window is
+// nothing learned.
 type Window struct {
 	N      int
 	Length time.Duration
@@ -59,6 +60,7 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 		}
 		return Window{}
 	}
+	p.tracking = true
 	reset := t + int64(retryAfter)
 	p.longest = max(p.longest, int64(retryAfter))
 	var own Window
@@ -74,9 +76,9 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 		p.win.reset(n, w, reset)
 	case p.since != 0 && p.sent > 0 && reset-p.since <= consecutive*p.longest:
 		own = Window{N: int(p.sent), Length: natural(time.Duration(reset - p.since))}
-		p.hold(own, reset)
+		p.hold(own, reset, false)
 	case !prior.IsZero():
-		p.hold(prior, reset)
+		p.hold(prior, reset, false)
 	}
 	p.since, p.sent, p.learned = reset, 0, t
 	return own
@@ -101,10 +103,16 @@ func natural(d time.Duration) time.Duration {
 	return max(d.Round(time.Second), time.Second)
 }
 
-// hold holds the pair to w from start, under p.mu.
-func (p *Pair) hold(w Window, start int64) {
+// hold holds the pair to w from start, under p.mu; with seed, its successes of the window before
+// start count in it (the origin still counts them, if its window slides; a Retry-After's reset
+// needs none: the origin said when it has room again).
+func (p *Pair) hold(w Window, start int64, seed bool) {
 	p.win = &windowBudget{}
 	p.win.reset(w.N, int64(w.Length), start)
+	if seed {
+		p.win.seed(p.recent, start)
+	}
+	p.recent = nil
 	p.bucket.Store(SourceBucket(p.win))
 }
 
@@ -117,11 +125,17 @@ func (p *Pair) Served(now time.Time) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	t := now.UnixNano()
+	if p.win == nil {
+		p.noteSuccess(t)
+	} else {
+		p.inRun = false
+		p.runSent++
+	}
 	if p.win == nil && p.bucket.Load() != nil {
 		p.growLocked(now)
 		return
 	}
-	t := now.UnixNano()
 	if t < p.since {
 		return // an attempt the origin answered before its window reset
 	}

@@ -41,9 +41,9 @@ func every(start time.Time, step time.Duration, n int) []time.Time {
 	return out
 }
 
-// TestLimitedLearnsTheWindow: a pair that meets a clock-minute cap of 12 learns it from its second
-// 429 — the first only says when the window resets — and is then held to 12 per minute, the
-// windows aligned on the resets the origin announced, as fast as it likes within one.
+// TestLimitedLearnsTheWindow: a pair that meets a cap of 12 a minute learns it from its second
+// 429 — the first only says when the window resets — and is then held to 12 in any minute, none
+// before the reset, as fast as it likes.
 func TestLimitedLearnsTheWindow(t *testing.T) {
 	p := newLearner(t)
 	if own := p.Limited(sec(40), 20*time.Second, Window{}); !own.IsZero() || p.Bucket() != nil {
@@ -162,5 +162,114 @@ func TestNilPair(t *testing.T) {
 	p.Grow(lt0)
 	if own := p.Limited(lt0, time.Minute, Window{N: 3, Length: time.Minute}); !own.IsZero() || p.Bucket() != nil || p.Throttled() {
 		t.Errorf("nil pair: Limited = %+v; want nothing", own)
+	}
+}
+
+// TestWindowBudgetSlides: a pair held to a window gets its slots back one at a time, as its own
+// takes leave the window — where an origin's sliding log frees them — not all at one reset.
+func TestWindowBudgetSlides(t *testing.T) {
+	p := newLearner(t)
+	p.Limited(sec(0), time.Second, Window{N: 3, Length: time.Minute}) // the origin's prior; rest 1 s
+	steps := []struct {
+		at      float64
+		ok      bool
+		readyAt float64 // when not ok
+	}{
+		{0.5, false, 1}, {1, true, 0}, {10, true, 0}, {20, true, 0}, {30, false, 61},
+		{61, true, 0}, {62, false, 70}, {70, true, 0}, {80.5, true, 0}, {81, false, 121},
+	}
+	for i, s := range steps {
+		ok, at := p.Bucket().Ready(sec(s.at))
+		if ok != s.ok || (!ok && !at.Equal(sec(s.readyAt))) {
+			t.Fatalf("step %d: Ready(%v s) = %v, %v; want %v, %v s", i, s.at, ok, at.Sub(lt0), s.ok, s.readyAt)
+		}
+		if ok && takes(p, sec(s.at)) != 1 {
+			t.Fatalf("step %d: Take(%v s) refused after Ready", i, s.at)
+		}
+	}
+}
+
+// TestWindowBudgetLarge: a budget of more than maxLog per window counts over fixed windows from
+// the announced reset, holding no instants.
+func TestWindowBudgetLarge(t *testing.T) {
+	p := newLearner(t)
+	p.Limited(sec(0), time.Second, Window{N: maxLog + 1, Length: time.Minute})
+	if got := takes(p, every(sec(1), time.Millisecond, maxLog+5)...); got != maxLog+1 {
+		t.Errorf("first window: %d takes given, want %d", got, maxLog+1)
+	}
+	if got := takes(p, sec(61)); got != 1 {
+		t.Errorf("the next window: %d given, want 1", got)
+	}
+	if n := len(p.win.log); n != 0 {
+		t.Errorf("log holds %d instants, want none", n)
+	}
+}
+
+// TestUnannouncedLearnsTheWindow: a pair that meets a cap of 4 a clock minute without Retry-After
+// learns it from the spacing of its runs of 429s — 4 successes from one run's start to the next,
+// about a minute or two apart — cuts nothing meanwhile, and is then held to 4 in any minute, its
+// successes before the run counted.
+func TestUnannouncedLearnsTheWindow(t *testing.T) {
+	p := newLearner(t)
+	if own := p.Unannounced(sec(10), Window{}); !own.IsZero() || p.Bucket() != nil {
+		t.Fatalf("first run: Unannounced = %+v, bucket %v; want nothing learned, unpaced", own, p.Bucket())
+	}
+	p.Unannounced(sec(11), Window{}) // the same run
+	for i := range 4 {
+		p.Served(sec(80 + float64(i))) // 80…83 s
+	}
+	if p.Bucket() != nil {
+		t.Fatalf("after successes: paced, want unpaced (nothing is cut)")
+	}
+	own := p.Unannounced(sec(95), Window{})
+	if want := (Window{N: 4, Length: time.Minute}); own != want {
+		t.Fatalf("second run learned %+v, want %+v", own, want)
+	}
+	if got := takes(p, every(sec(100), time.Second, 40)...); got != 0 {
+		t.Errorf("100…139 s: %d takes given, want 0 (its 4 successes of 80…83 s still count)", got)
+	}
+	if got := takes(p, every(sec(140), time.Second, 5)...); got != 4 {
+		t.Errorf("140…144 s: %d takes given, want 4", got)
+	}
+	// A run in the window after the last: the origin allows less.
+	p.Served(sec(150))
+	p.Unannounced(sec(160), Window{})
+	if n, _ := p.win.allowance(); n != 3 {
+		t.Errorf("after a run a window later: %d per window, want 3", n)
+	}
+}
+
+// TestUnannouncedRunsTooFarApart: runs of 429s further apart than 2½ windows teach nothing; a pair
+// of an origin whose other pairs learned a window takes it at its first 429.
+func TestUnannouncedRunsTooFarApart(t *testing.T) {
+	p := newLearner(t)
+	p.Unannounced(sec(0), Window{})
+	p.Served(sec(500))
+	if own := p.Unannounced(sec(1000), Window{}); !own.IsZero() || p.Bucket() != nil {
+		t.Errorf("runs 1000 s apart: learned %+v, bucket %v; want nothing", own, p.Bucket())
+	}
+	q := newLearner(t)
+	q.Unannounced(sec(0), Window{N: 6, Length: time.Minute})
+	if q.win == nil {
+		t.Fatal("first 429 with the origin's prior: not held")
+	}
+	if n, _ := q.win.allowance(); n != 6 {
+		t.Errorf("held to %d per window, want the prior's 6", n)
+	}
+}
+
+func TestLooseNatural(t *testing.T) {
+	for _, tc := range []struct {
+		in   time.Duration
+		want time.Duration
+		ok   bool
+	}{
+		{45 * time.Second, time.Minute, true}, {100 * time.Second, time.Minute, true},
+		{150 * time.Second, time.Minute, true}, {200 * time.Second, 0, false}, {20 * time.Second, 15 * time.Second, true},
+		{4 * time.Minute, 0, false}, {500 * time.Millisecond, 0, false},
+	} {
+		if got, ok := looseNatural(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("looseNatural(%v) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
 	}
 }

@@ -27,6 +27,13 @@ type Pair struct {
 	learned int64         // when the window was last learned or raised
 	struck  int64         // the last 429 while held to a window
 	win     *windowBudget // the window the pair is held to; nil: none
+
+	// What the pair learns of a window the origin does not announce (unannounced.go), under mu.
+	tracking bool    // the pair met a 429: successes are noted below
+	inRun    bool    // the last verdict noted was a 429 without Retry-After
+	runAt    int64   // when the current run of 429s began; 0: none yet
+	runSent  int64   // successes since then
+	recent   []int64 // the instants of its latest successes, oldest first (at most recentCap)
 }
 
 // Bucket returns the pair's bucket now: nil while the pair runs unthrottled.

@@ -8,47 +8,69 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // attempt is one request in flight through one exit. Once the response headers are in, it is also
 // the response body: a successful attempt gets its verdict when the body ends (EOF or Close), so a
 // body that dies mid-read, or that the body pace rule ends (bodypace.go), still counts against the
-// exit, once.
+// exit, once. It is also the request's context (attemptctx.go), and it holds the request copy that
+// goes out, so that a request costs the transport one allocation of its own where it had six.
 //
-// Its one timer is the header timeout until the headers are in, then the body's stall watchdog
-// (tick): the same timer when it is due soon enough, so that a body read within the header timeout
-// costs nothing more than today's header timeout did.
+// Its one timer (a watchdog, kept across attempts: watchdog.go) is the header timeout until the
+// headers are in, then the body's stall watchdog (tick): the same arming when it is due soon
+// enough, so that a body read within the header timeout costs nothing more than the header
+// timeout does.
 type attempt struct {
 	t      *Transport
 	lease  pool.Lease
 	info   AttemptInfo
 	caller *http.Request   // the caller's request: its context and Cancel channel say whether the caller gave up
-	ctx    context.Context // the attempt's: the caller's + exit + cancel + observers'
-	// actx and at live inside the attempt so that each request allocates them with it, not
-	// separately: actx is the context that carries the exit (ctx points to it unless an observer
-	// wrapped it), at is what the classifier is shown.
-	actx    attemptContext
+	ctx    context.Context // the attempt's context: the attempt itself, or what the observers made of it
+	// out is the request that goes out (a shallow copy of the caller's, with ctx), at is what the
+	// classifier is shown and octx what the observers' context becomes: they live inside the
+	// attempt so that each request allocates them with it, not separately.
+	out     http.Request
 	at      Attempt
-	cancel  context.CancelCauseFunc
+	octx    observedContext
 	rc      io.ReadCloser
 	status  int
 	verdict pool.Verdict // a successful attempt's verdict, applied when the body ends
 	done    atomic.Bool
 	phase   atomic.Int32 // phaseHeaders, phaseTimedOut, phaseBody
 
-	// The timer: mu guards timer and stopped; armed says a watchdog is pending (see watch).
+	// The context (attemptctx.go). parent is the caller's and parentEnds (below, packed with the
+	// timer's flags) says whether it can end: both are fixed before the attempt is shared. cmu
+	// guards ctxErr, ctxCause, the Done channel's making and closing, and the registrations
+	// (first, afters, afterSeq, stopParent); ended says the context has ended, and is stored after
+	// ctxErr and ctxCause.
+	parent     context.Context
+	cmu        sync.Mutex
+	ended      atomic.Bool
+	afterSeq   uint32 // beside ended, in one word
+	ctxErr     error
+	ctxCause   error
+	doneCh     atomic.Value // chan struct{}
+	first      func()
+	afters     []afterReg
+	stopParent func() bool
+
+	// The timer: mu guards wd, stopped and tainted; armed says a watchdog is pending (see watch).
 	mu      sync.Mutex
-	timer   clock.Timer
-	tickFn  func() // a.tick, made once
+	wd      *watchdog
 	stopped bool
-	armed   atomic.Bool
+	tainted bool // a Stop found the watchdog firing: it does not go back for another attempt
+	// judging (the rate's, below) and parentEnds (the context's, above) fill this word: so packed,
+	// the attempt and its 8-byte allocation header fit in 1,024 bytes, a size class (a word more
+	// would cost 128 bytes per request; TestAttemptFitsItsSizeClass).
+	judging    bool
+	parentEnds bool
+	armed      atomic.Bool
 
 	// The body pace rule's state, set by prepareBody. waitSince is when (since bodyAt) the caller's
 	// current wait in Read began, noWait when it is not waiting; got counts the bytes delivered.
-	// waited, winAt, winGot and judging are the rate's accounts, touched by the reading goroutine
-	// only.
+	// waited, winAt, winGot and judging (above) are the rate's accounts, touched by the reading
+	// goroutine only.
 	pace      bodyPace
 	bodyAt    time.Time
 	waitSince atomic.Int64
@@ -56,7 +78,6 @@ type attempt struct {
 	waited    time.Duration
 	winAt     time.Duration
 	winGot    int64
-	judging   bool
 	slow      atomic.Pointer[SlowBodyError]
 }
 

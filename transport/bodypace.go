@@ -173,18 +173,18 @@ func (a *attempt) tick() {
 // prepareBody readies the attempt for judging the body of a successful response, before the phase
 // turns to phaseBody (which publishes these fields to the timer's goroutine). The header timer,
 // still pending, will watch the body when it is due no later than a stall could be, so that a body
-// read within the header timeout costs no timer of its own.
+// read within the header timeout needs no arming of its own.
 func (a *attempt) prepareBody(pace bodyPace, at time.Time) {
 	a.pace, a.bodyAt = pace, at
 	a.waitSince.Store(noWait)
-	if pace.stall > 0 && a.timer != nil && a.t.headerTimeout <= pace.stall {
+	if pace.stall > 0 && a.t.headerTimeout > 0 && a.t.headerTimeout <= pace.stall {
 		a.armed.Store(true)
 	}
 }
 
 // startBody hands the attempt's timer over to the body once the response is on its way to the
 // caller: the header timer stays on as the watchdog (prepareBody), or is stopped, and the first
-// Read arms a watchdog of its own, so that a body nobody reads holds no timer.
+// Read arms the watchdog again, so that a body nobody reads holds no pending timer.
 func (a *attempt) startBody() {
 	if a.pace.stall <= 0 {
 		a.stopTimer()
@@ -194,22 +194,19 @@ func (a *attempt) startBody() {
 		return // the header timer is pending; should it fire before a Read, it disarms and that Read arms
 	}
 	a.mu.Lock()
-	if a.timer != nil && !a.armed.Load() {
-		a.timer.Stop() // a header timer due later than a stall could be
+	if !a.armed.Load() {
+		a.pauseTimerLocked() // a header timer due later than a stall could be
 	}
 	a.mu.Unlock()
 }
 
-// armLocked starts the watchdog, due in d. a.mu is held.
+// armLocked arms the watchdog, due in d. a.mu is held.
 func (a *attempt) armLocked(d time.Duration) {
-	if a.tickFn == nil {
-		a.tickFn = a.tick
-	}
 	a.armed.Store(true)
-	a.timer = a.t.clock.AfterFunc(d, a.tickFn)
+	a.startTimerLocked(d)
 }
 
-// arm starts the watchdog, due in d, unless it is armed or the body has ended.
+// arm arms the watchdog, due in d, unless it is armed or the body has ended.
 func (a *attempt) arm(d time.Duration) {
 	a.mu.Lock()
 	if !a.stopped && !a.armed.Load() {
@@ -218,19 +215,9 @@ func (a *attempt) arm(d time.Duration) {
 	a.mu.Unlock()
 }
 
-// stopTimer stops the attempt's timer for good.
-func (a *attempt) stopTimer() {
-	a.mu.Lock()
-	a.stopped = true
-	if a.timer != nil {
-		a.timer.Stop()
-	}
-	a.mu.Unlock()
-}
-
 // watch is the stall watchdog firing: it fails a body the caller has waited on for the stall
 // timeout, re-arms for the rest of a shorter wait, and disarms when the caller is not waiting (its
-// next Read arms it again), so that a body nobody reads holds no timer.
+// next Read arms it again), so that a body nobody reads holds no pending timer.
 //
 // watch stores armed before it loads waitSince, and Read stores waitSince before it loads armed:
 // of a watch disarming and a Read starting to wait at once, at least one sees the other, so a wait

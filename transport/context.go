@@ -75,23 +75,6 @@ func ExitFromResponse(resp *http.Response) *pool.Exit {
 	return e
 }
 
-// attemptContext carries the picked exit without a separate context.WithValue allocation.
-type attemptContext struct {
-	context.Context
-	exit *pool.Exit
-	att  *attempt
-}
-
-func (c *attemptContext) Value(key any) any {
-	switch key {
-	case exitKey:
-		return c.exit
-	case attemptKey:
-		return c.att
-	}
-	return c.Context.Value(key)
-}
-
 // VerdictFromResponse returns how the transport classified resp when its headers arrived: the
 // class of a 429 (rate_limited), a challenge page (blocked, with the Detector), a 407 from the proxy
 // (proxy_auth), and so on. ok is false if resp did not come through a Transport. A success can still

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -33,6 +32,7 @@ type Transport struct {
 	headerTimeout time.Duration
 	pace          bodyPace
 	clock         clock.Clock
+	watchdogs     chan *watchdog // attempts' timers, stopped, for the next attempts (watchdog.go)
 	obs           observers
 	exitMW        []ExitMiddleware
 	handler       http.RoundTripper // the per-request chain around roundTrip
@@ -77,7 +77,7 @@ func New(p *pool.Pool, opts ...Option) (*Transport, error) {
 	t := &Transport{
 		pool: p, classifier: c.classifier, base: c.base, template: c.template, resolver: c.resolver,
 		originKey: c.originKey, headerTimeout: c.headerTimeout, pace: c.bodyPace, clock: p.Clock(),
-		obs: c.observers, exitMW: c.exitMW,
+		obs: c.observers, exitMW: c.exitMW, watchdogs: make(chan *watchdog, watchdogsKept),
 	}
 	var h http.RoundTripper = roundTripFunc(t.roundTrip)
 	for i := len(c.middleware) - 1; i >= 0; i-- {
@@ -169,27 +169,29 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	a := &attempt{t: t, lease: lease, caller: req}
 	a.info = AttemptInfo{LeaseInfo: lease.Info(), Method: req.Method}
 	exit := a.info.Exit
-	cctx, cancel := context.WithCancelCause(ctx)
-	a.cancel = cancel
-	a.actx = attemptContext{Context: cctx, exit: exit, att: a}
-	a.ctx = &a.actx
+	a.initContext(ctx)
+	a.ctx = a
 	settled := false
 	defer func() {
 		if !settled {
 			// A panic in an observer, the base or the classifier: give the permits back (probe
 			// slots, leases out) and stop the timer before it goes on up.
 			a.finish(pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassError}, 0, errAttemptPanicked)
-			cancel(nil)
+			a.cancel(nil)
 		}
 	}()
 	if len(t.obs) > 0 {
-		a.ctx = t.obs.started(a.ctx, a.info)
+		a.ctx = a.observed(t.obs.started(a, a.info))
 	}
 	if t.headerTimeout > 0 {
-		a.tickFn = a.tick
-		a.timer = t.clock.AfterFunc(t.headerTimeout, a.tickFn)
+		a.mu.Lock()
+		a.startTimerLocked(t.headerTimeout)
+		a.mu.Unlock()
 	}
-	out := req.WithContext(a.ctx) // a shallow copy: the caller's request is never touched
+	// A shallow copy that lives in the attempt (WithContext is inlined, and its copy does not
+	// escape): the caller's request is never touched.
+	a.out = *req.WithContext(a.ctx)
+	out := &a.out
 	resp, err := t.exitRoundTripper(exit).RoundTrip(out)
 	if resp != nil && err != nil { // a misbehaving base: keep our own contract
 		resp.Body.Close()
@@ -208,7 +210,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	*at = Attempt{Request: out, Response: resp, Err: err, Exit: exit, Origin: origin}
 	at.Now = t.clock.Now()
 	at.CallerDone = callerDone(req)
-	at.TimedOut = context.Cause(cctx) == errHeaderTimeout
+	at.TimedOut = a.cause() == errHeaderTimeout
 	if at.TimedOut && err != nil {
 		err = errHeaderTimeout // not the context.Canceled net/http reports: the caller cancelled nothing
 		at.Err = err
@@ -232,7 +234,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	settled = true
 	if err != nil {
 		a.finish(v, 0, err)
-		cancel(nil)
+		a.cancel(nil)
 		return nil, &AttemptError{Exit: exit.Label(), Origin: origin, Verdict: v, Err: err}
 	}
 	a.rc = resp.Body

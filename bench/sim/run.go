@@ -2,18 +2,18 @@
 //
 //	go run ./cmd/benchall -only sim -seeds 1 -strategies ours -brief
 //
-// plays ours (defaults) and the oracle in the round-2 world of seed 1 and in the round-1 world
-// (5 runs, about 20 s on 2 cores), and prints issue 13's targets for ours, met or missed, with the
+// plays ours (defaults) and the two oracles in the round-2 world of seed 1 and in the round-1 world
+// (7 runs, about 40 s on one core), and prints issue 13's targets for ours, met or missed, with the
 // two worlds' tables. Leave -brief out for the report's whole section (the worlds' descriptions,
 // how this build's classifier judges each answer); add -worlds round-2 to skip the round-1 world,
 // -seeds 1,2,3,4,5 for every seed, -strategies all (or a list: ours, ours-reset, ours-paced,
 // round-robin, random, per-exit, per-pair) for the peers, -duration 30m for shorter runs (the
 // targets then hold per simulated hour). -only sim writes no file; with -write it replaces the
 // simulation's section of RESULTS.md and the chart. The whole of benchall (go run ./cmd/benchall,
-// make bench) rewrites RESULTS.md with every section: the simulation's 49 runs take 2–4 min on 2
-// cores, 2 at a time (-j).
+// make bench) rewrites RESULTS.md with every section: the simulation's 55 runs take 4–9 min (-j
+// runs at a time).
 //
-// In a test: Run(Round2World(1), Ours()) and Run(Round2World(1), Oracle()), then Targets.
+// In a test: Run(Round2World(1), Ours()) and Run(Round2World(1), InformedOracle()), then Targets.
 
 package sim
 
@@ -109,6 +109,8 @@ type Env struct {
 	Exits []*pool.Exit
 	// Uint64 is this strategy's seeded random source, safe for concurrent use.
 	Uint64 func() uint64
+	// Trace, when a strategy's New sets it, hears of every attempt Send counts: for diagnosis.
+	Trace func(e int, q Request, r Result, now time.Time)
 
 	s *sched
 }
@@ -124,6 +126,9 @@ func (env *Env) Send(w, e int, q Request) (r Result, ok bool) {
 		return Result{}, false
 	}
 	s.record(e, q.Origin, r)
+	if env.Trace != nil {
+		env.Trace(e, q, r, s.clock.Now())
+	}
 	return r, true
 }
 

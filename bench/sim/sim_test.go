@@ -78,21 +78,43 @@ func TestOracleNeverFails(t *testing.T) {
 	}
 }
 
-// TestOracleIsUpperBound checks that no strategy gets more done than the oracle, in a world with
-// every kind of episode.
+// TestOracleIsUpperBound checks that no strategy gets more done than the clairvoyant oracle, the
+// informed one included, and that the informed oracle gets more done than every other strategy,
+// in worlds with every kind of episode.
 func TestOracleIsUpperBound(t *testing.T) {
-	sc := smallRound2(3)
-	ms, err := RunAll([]Job{{sc, Oracle()}, {sc, Ours()}, {sc, RoundRobin()}, {sc, PerPairBreaker()}}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms[1:] {
-		if m.Successes > ms[0].Successes {
-			t.Errorf("%s: %d successes, more than the oracle's %d", m.Strategy, m.Successes, ms[0].Successes)
+	for _, sc := range []Scenario{smallRound2(3), smallRound2(4), smallRound1()} {
+		ms, err := RunAll([]Job{{sc, Oracle()}, {sc, InformedOracle()}, {sc, Ours()}, {sc, RoundRobin()}, {sc, PerPairBreaker()}}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms[1:] {
+			if m.Successes > ms[0].Successes {
+				t.Errorf("%s seed %d: %s: %d successes, more than the clairvoyant oracle's %d", sc.Name, sc.Seed, m.Strategy, m.Successes, ms[0].Successes)
+			}
+		}
+		for _, m := range ms[2:] {
+			if m.Successes >= ms[1].Successes {
+				t.Errorf("%s seed %d: %s: %d successes, at least the informed oracle's %d", sc.Name, sc.Seed, m.Strategy, m.Successes, ms[1].Successes)
+			}
+		}
+		if sc.Name == "round-2 world" && (ms[0].Site403 == 0 || ms[1].Site403 == 0) {
+			t.Errorf("%s seed %d: oracles: no site's 403: the forbidden path was never asked for", sc.Name, sc.Seed)
 		}
 	}
-	if ms[0].Site403 == 0 {
-		t.Errorf("oracle: no site's 403: the forbidden path was never asked for")
+}
+
+// TestInformedOracleWastesOnlyTimeouts checks that the informed oracle, which knows the hidden state
+// but not the coin flips, provokes no 429, ban page, proxy denial or slow body: its only waste is
+// flaky exits' timeouts.
+func TestInformedOracleWastesOnlyTimeouts(t *testing.T) {
+	for _, sc := range []Scenario{smallRound1(), smallRound2(1), smallRound2(2)} {
+		m, err := Run(sc, InformedOracle())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Successes == 0 || m.Wasted() != m.Timeouts {
+			t.Errorf("%s seed %d: informed oracle: %d successes, %d wasted of which %d timeouts; want some, and only timeouts", sc.Name, sc.Seed, m.Successes, m.Wasted(), m.Timeouts)
+		}
 	}
 }
 

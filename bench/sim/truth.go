@@ -175,23 +175,62 @@ func (g *Truth) Banned(e, o int, now time.Time) bool { return within(g.Bans(e, o
 func (g *Truth) Stalled(e, o int, now time.Time) bool { return within(g.Stalls(e, o), now) }
 
 func within(ws []Window, now time.Time) bool {
+	_, ok := episodeAt(ws, now)
+	return ok
+}
+
+// episodeAt returns the episode of ws (sorted, disjoint) that holds now, if any.
+func episodeAt(ws []Window, now time.Time) (Window, bool) {
 	i, _ := slices.BinarySearchFunc(ws, now, func(w Window, t time.Time) int {
 		if !w.To.After(t) {
 			return -1
 		}
 		return 1
 	})
-	return i < len(ws) && ws[i].Contains(now)
+	if i < len(ws) && ws[i].Contains(now) {
+		return ws[i], true
+	}
+	return Window{}, false
 }
 
 // Peek returns what an attempt through exit e for q at now would get, without counting it.
 // Send at the same instant gets the same answer.
-func (g *Truth) Peek(e int, q Request, now time.Time) Result { return g.answer(e, q, now, false) }
+func (g *Truth) Peek(e int, q Request, now time.Time) Result { return g.answer(e, q, now, false, true) }
 
 // Send plays an attempt through exit e for q at now, counting it against the pair's cap.
-func (g *Truth) Send(e int, q Request, now time.Time) Result { return g.answer(e, q, now, true) }
+func (g *Truth) Send(e int, q Request, now time.Time) Result { return g.answer(e, q, now, true, true) }
 
-func (g *Truth) answer(e int, q Request, now time.Time, count bool) Result {
+// Foresee is Peek without the attempt's own coin flip: what an attempt through exit e for q at now
+// would get from the hidden state alone — the exit's kind, the pair's bans, slow bodies and proxy
+// denial, its count in the origin's window — as if a flaky exit never timed out. Its latency is
+// meaningless. It counts nothing.
+func (g *Truth) Foresee(e int, q Request, now time.Time) Result {
+	return g.answer(e, q, now, false, false)
+}
+
+// ReadyAt returns the soonest instant from now at which the hidden state would let an attempt
+// through exit e for q be served (Foresee), or the zero time when it never will: a dead or 407
+// exit, or one whose proxy refuses the origin. It looks at one obstacle at a time (a ban, then
+// the cap, then a slow body), so the instant it returns may meet the next one.
+func (g *Truth) ReadyAt(e int, q Request, now time.Time) time.Time {
+	o := q.Origin
+	p := e*g.no + o
+	if k := g.kinds[e]; k == Dead || k == AuthFail || g.denied[p] {
+		return time.Time{}
+	}
+	if w, ok := episodeAt(g.bans[p], now); ok {
+		return w.To
+	}
+	if ra, over := g.overCap(p, g.sc.Origins[o], now, false); over {
+		return now.Add(ra)
+	}
+	if w, ok := episodeAt(g.stalls[p], now); ok && !q.Forbidden {
+		return w.To
+	}
+	return now
+}
+
+func (g *Truth) answer(e int, q Request, now time.Time, count, flips bool) Result {
 	o := q.Origin
 	org := g.sc.Origins[o]
 	h := mix(g.sc.Seed ^ mix(uint64(e)<<32|uint64(o)) ^ mix(uint64(now.UnixNano())))
@@ -207,7 +246,7 @@ func (g *Truth) answer(e int, q Request, now time.Time, count bool) Result {
 	case AuthFail:
 		return res(ProxyAuth, 50*time.Millisecond)
 	case Flaky:
-		if float64(mix(h)>>11)/(1<<53) < g.sc.FlakyTimeout {
+		if flips && float64(mix(h)>>11)/(1<<53) < g.sc.FlakyTimeout {
 			return res(Timeout, g.sc.Timeout)
 		}
 	}

@@ -287,3 +287,41 @@ func TestClockMinuteCapCountsRefused(t *testing.T) {
 		t.Errorf("Send(next minute) = %+v, want 200", r)
 	}
 }
+
+// TestForesee checks that Foresee is Peek without the flaky exits' coin flip, and that ReadyAt is
+// now exactly when Foresee would be served.
+func TestForesee(t *testing.T) {
+	sc := Round2World(2)
+	g := NewTruth(sc)
+	r := rand.New(rand.NewPCG(2, 9))
+	flips := 0
+	for i := range 20000 {
+		now := Epoch.Add(time.Duration(r.Int64N(int64(sc.Duration))))
+		e := r.IntN(sc.Exits)
+		q := g.Draw(r, now)
+		if i%3 == 0 {
+			g.Send(e, q, now) // fill the windows
+			continue
+		}
+		peek, fore := g.Peek(e, q, now), g.Foresee(e, q, now)
+		switch {
+		case peek.Answer == Timeout:
+			flips++
+			if g.Kind(e) != Flaky || fore.Answer == Timeout {
+				t.Fatalf("step %d: Peek(%d, %+v) timed out, Foresee = %v (exit %v)", i, e, q, fore.Answer, g.Kind(e))
+			}
+		case peek.Answer != fore.Answer:
+			t.Fatalf("step %d: Foresee(%d, %+v) = %v, want Peek's %v", i, e, q, fore.Answer, peek.Answer)
+		}
+		at := g.ReadyAt(e, q, now)
+		if served := fore.Served(); served != at.Equal(now) {
+			t.Fatalf("step %d: ReadyAt(%d, %+v) = %v at %v, Foresee served %v", i, e, q, at, now, served)
+		}
+		if !at.IsZero() && at.Before(now) {
+			t.Fatalf("step %d: ReadyAt = %v, before now %v", i, at, now)
+		}
+	}
+	if flips == 0 {
+		t.Fatal("no flaky timeout seen")
+	}
+}
