@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"github.com/proxybreaker/proxybreaker/pool"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -31,13 +32,13 @@ func TestVariantsReachOrigin(t *testing.T) {
 	}
 }
 
-func TestBytesPerPairCountsPairs(t *testing.T) {
-	b, err := BytesPerPair(10, 10)
+func TestPairBytesCountsPairs(t *testing.T) {
+	b, err := PairBytes(10, 10, pool.Verdict{Outcome: pool.Permanent, Class: pool.ClassProxyDenied})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b <= 0 {
-		t.Errorf("BytesPerPair(10, 10) = %v, want > 0", b)
+		t.Errorf("PairBytes(10, 10) = %v, want > 0", b)
 	}
 }
 
@@ -51,5 +52,18 @@ func TestChurnSweeps(t *testing.T) {
 		if p.Origins > 70_000 {
 			t.Errorf("after %d origins: %d tracked, want at most ~60,000", p.Seen, p.Origins)
 		}
+	}
+}
+
+func TestPickAtSmallScale(t *testing.T) {
+	row, err := Pick(100, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Pairs != 30 || row.Ours.BytesPerPair <= 0 || row.Peer.BytesPerPair <= 0 {
+		t.Errorf("Pick(100, 3) = %+v; want 30 pairs, each costing some memory in both", row)
+	}
+	if row.Ours.Serial.AllocsPerOp != 0 {
+		t.Errorf("ours: %d allocs per pick, want 0", row.Ours.Serial.AllocsPerOp)
 	}
 }

@@ -1,8 +1,6 @@
 package measure
 
 import (
-	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"runtime"
@@ -96,44 +94,6 @@ func heap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
-}
-
-// BytesPerPair makes every (exit, origin) pair of ne × no hold a breaker (a pinned request
-// answered 429) and returns the heap growth per pair.
-func BytesPerPair(ne, no int) (float64, error) {
-	fake := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	t, err := newOurs(canned, pool.WithExits(testkit.Exits("x", ne)...), pool.WithClock(fake))
-	if err != nil {
-		return 0, err
-	}
-	defer t.Close()
-	urls := make([]string, no)
-	for i := range urls {
-		urls[i] = "http://f" + strconv.Itoa(i) + ".test/"
-		req, _ := http.NewRequest(http.MethodGet, urls[i], nil) // the origin's own state, outside the count
-		req = req.WithContext(transport.ContextWithExit(context.Background(), "x0"))
-		resp, err := t.RoundTrip(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-	}
-	before := heap()
-	for e := 1; e < ne; e++ {
-		ctx := transport.ContextWithExit(context.Background(), "x"+strconv.Itoa(e))
-		for o := range no {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, urls[o], nil)
-			resp, err := t.RoundTrip(req)
-			if err != nil {
-				return 0, fmt.Errorf("bench: pinned request: %w", err)
-			}
-			resp.Body.Close()
-		}
-	}
-	after := heap()
-	if n := len(t.Pool().Snapshot().Pairs); n != ne*no {
-		return 0, fmt.Errorf("bench: %d pairs tracked, want %d", n, ne*no)
-	}
-	return float64(after-before) / float64((ne-1)*no), nil
 }
 
 // ChurnPoint is the heap after Seen distinct origins.

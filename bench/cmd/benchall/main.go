@@ -20,14 +20,15 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/bench/measure"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 func main() {
 	out := flag.String("out", "RESULTS.md", "where to write the results")
 	chart := flag.String("chart", "chart.svg", "where to write the chart")
 	rounds := flag.Int("rounds", 5, "rounds of the overhead benchmarks")
-	only := flag.String("only", "", `"sim": run only the simulation and print its section to stdout (see -write)`)
-	write := flag.Bool("write", false, "with -only sim: replace the simulation's section of -out and rewrite -chart instead of printing")
+	only := flag.String("only", "", `"sim": run only the simulation, "measures": only the measurements on real time; print their sections to stdout (see -write)`)
+	write := flag.Bool("write", false, "with -only: replace those sections of -out (and, for sim, rewrite -chart) instead of printing")
 	var cfg simConfig
 	flag.StringVar(&cfg.seeds, "seeds", "1,2,3,4,5", "round-2 world seeds, comma-separated")
 	flag.StringVar(&cfg.worlds, "worlds", "round-1,round-2", "worlds to run, comma-separated: round-1, round-2")
@@ -43,8 +44,13 @@ func main() {
 			log.Fatal(err)
 		}
 		return
+	case "measures":
+		if err := onlyMeasures(*rounds, *write, *out); err != nil {
+			log.Fatal(err)
+		}
+		return
 	default:
-		log.Fatalf("-only %q: want sim", *only)
+		log.Fatalf("-only %q: want sim or measures", *only)
 	}
 	start := time.Now()
 	var b strings.Builder
@@ -61,18 +67,75 @@ func main() {
 	if err := os.WriteFile(*chart, []byte(svg(res.chart())), 0o644); err != nil {
 		log.Fatal(err)
 	}
+	writeMeasures(p, *rounds)
+	p("\nTotal time of this run: %v.\n", time.Since(start).Round(time.Second))
+	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("wrote %s and %s in %v", *out, *chart, time.Since(start).Round(time.Second))
+}
+
+// writeMeasures runs the measurements on real time (overhead, pick, scale, churn) and writes their
+// sections.
+func writeMeasures(p func(string, ...any), rounds int) {
 	log.Print("overhead")
-	rows, err := measure.Overhead(*rounds)
+	rows, err := measure.Overhead(rounds)
 	if err != nil {
 		log.Fatal(err)
 	}
 	p("## Overhead: loopback round trips through a local forward proxy\n\n")
-	p("One origin and one plain-HTTP forward proxy on 127.0.0.1, the same for every variant; each variant in turn, %d rounds, medians; ratios to bare from the same run.\n\n", *rounds)
+	p("One origin and one plain-HTTP forward proxy on 127.0.0.1, the same for every variant; each variant in turn, %d rounds, medians; ratios to bare from the same run.\n\n", rounds)
 	p("| variant | serial | ratio | `RunParallel` | ratio | allocs/op (serial) | B/op |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		p("| %s | %.1f µs | %.2f | %.1f µs | %.2f | %d | %d |\n", r.Name, r.Serial.NsPerOp/1e3, r.Serial.NsPerOp/rows[0].Serial.NsPerOp,
 			r.Parallel.NsPerOp/1e3, r.Parallel.NsPerOp/rows[0].Parallel.NsPerOp, r.Serial.AllocsPerOp, r.Serial.BytesPerOp)
 	}
+
+	var bare, ours measure.Timing
+	for _, r := range rows {
+		switch r.Name {
+		case "bare http.Transport":
+			bare = r.Serial
+		case "ours (transport.New)":
+			ours = r.Serial
+		}
+	}
+	p("\nIssue 16: ours − bare = %+d allocations a request (target ≤ +4): %s.\n", ours.AllocsPerOp-bare.AllocsPerOp, verdict(ours.AllocsPerOp-bare.AllocsPerOp <= 4))
+
+	log.Print("pick")
+	p("\n## Pick at scale, beside a peer\n\n")
+	p("`measure.Pick`: a pool of N exits and M origins in which, for every origin, one exit in ten has its pair parked OPEN (a proxy denial reported through a pinned pick: ")
+	p("the pairs a pool tracks); each op picks for a random origin and gives the lease back unused (`PickAt` + `ReleaseAt`, one instant of a fake clock). ")
+	p("The peer keeps a gobreaker/v2 breaker per tracked (exit, origin) in a map under a read-write lock, as a user would, and picks a random exit whose pair breaker is not OPEN (8 draws, then a scan). ")
+	p("B/pair is the heap growth per tracked pair (after GC).\n\n")
+	p("| exits × origins | tracked pairs | ours serial | ours `RunParallel` | ours allocs/op | ours B/pair | peer serial | peer `RunParallel` | peer B/pair |\n|---|---|---|---|---|---|---|---|---|\n")
+	var picks []measure.PickRow
+	for _, sz := range [][2]int{{1000, 1000}, {100000, 1}, {100000, 1000}} {
+		r, err := measure.Pick(sz[0], sz[1], 1)
+		if err != nil {
+			log.Fatal(err)
+		}
+		picks = append(picks, r)
+		p("| %d × %d | %d | %.0f ns | %.0f ns | %d | %.0f | %.0f ns | %.0f ns | %.0f |\n", r.Exits, r.Origins, r.Pairs,
+			r.Ours.Serial.NsPerOp, r.Ours.Parallel.NsPerOp, r.Ours.Serial.AllocsPerOp, r.Ours.BytesPerPair,
+			r.Peer.Serial.NsPerOp, r.Peer.Parallel.NsPerOp, r.Peer.BytesPerPair)
+	}
+	parkedB, err := measure.PairBytes(1000, 100, pool.Verdict{Outcome: pool.Permanent, Class: pool.ClassProxyDenied})
+	if err != nil {
+		log.Fatal(err)
+	}
+	pacedB, err := measure.PairBytes(1000, 100, pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	p("\nMemory per tracked pair at 1,000 exits × 100 origins, every pair holding a breaker (`measure.PairBytes`): %.0f B for a pair parked OPEN; %.0f B for a pair OPEN after a 429 with Retry-After, which also holds the window it learned (its pace).\n\n", parkedB, pacedB)
+	p("Issue 16's targets, this run:\n\n")
+	p("- ≤ 200 B per tracked pair: %.0f B (1,000 × 100, parked), %.0f and %.0f B (100,000 × 1 and × 1,000) — %s\n", parkedB, picks[1].Ours.BytesPerPair, picks[2].Ours.BytesPerPair,
+		verdict(parkedB <= 200 && picks[1].Ours.BytesPerPair <= 200 && picks[2].Ours.BytesPerPair <= 200))
+	p("- pick ≤ 300 ns serial at 100,000 exits: %.0f ns — %s\n", picks[1].Ours.Serial.NsPerOp, verdict(picks[1].Ours.Serial.NsPerOp <= 300))
+	p("- pick ≤ 500 ns serial at 100,000 exits × 1,000 origins: %.0f ns — %s\n", picks[2].Ours.Serial.NsPerOp, verdict(picks[2].Ours.Serial.NsPerOp <= 500))
+	p("- 0 allocations a pick: %d, %d, %d — %s\n", picks[0].Ours.Serial.AllocsPerOp, picks[1].Ours.Serial.AllocsPerOp, picks[2].Ours.Serial.AllocsPerOp,
+		verdict(picks[0].Ours.Serial.AllocsPerOp+picks[1].Ours.Serial.AllocsPerOp+picks[2].Ours.Serial.AllocsPerOp == 0))
 
 	log.Print("scale")
 	srows, err := measure.Scale([]int{10, 1000, 100000}, []int{1, 100, 10000})
@@ -85,11 +148,7 @@ func main() {
 	for _, r := range srows {
 		p("| %d × %d | %.0f ns | %.0f ns | %d |\n", r.Exits, r.Origins, r.Serial.NsPerOp, r.Parallel.NsPerOp, r.Serial.AllocsPerOp)
 	}
-	bpp, err := measure.BytesPerPair(1000, 100)
-	if err != nil {
-		log.Fatal(err)
-	}
-	p("\n**Memory per tracked pair**: %.0f B (1,000 exits × 100 origins, every pair tripped by a 429 so that it holds a breaker; heap growth after GC / pairs).\n\n", bpp)
+	p("\n")
 	log.Print("churn")
 	pts, err := measure.Churn(1_000_000, 200_000, 100)
 	if err != nil {
@@ -100,11 +159,41 @@ func main() {
 	for _, c := range pts {
 		p("| %d | %.1f MiB | %d | %d |\n", c.Seen, float64(c.HeapBytes)/(1<<20), c.Origins, c.Pairs)
 	}
-	p("\nTotal time of this run: %v.\n", time.Since(start).Round(time.Second))
-	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
-		log.Fatal(err)
+}
+
+// onlyMeasures runs writeMeasures alone: its sections go to stdout, or with write replace those of
+// out (from the overhead's heading to the end), keeping the simulation's section as it is.
+func onlyMeasures(rounds int, write bool, out string) error {
+	var b strings.Builder
+	start := time.Now()
+	writeMeasures(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }, rounds)
+	fmt.Fprintf(&b, "\nTotal time of this run (the measurements alone, `-only measures`): %v.\n", time.Since(start).Round(time.Second))
+	if !write {
+		_, err := os.Stdout.WriteString(b.String())
+		return err
 	}
-	log.Printf("wrote %s and %s in %v", *out, *chart, time.Since(start).Round(time.Second))
+	old, err := os.ReadFile(out)
+	if err != nil {
+		return err
+	}
+	const heading = "## Overhead:"
+	i := strings.Index(string(old), heading)
+	if i < 0 {
+		return fmt.Errorf("%s has no %q section to replace: run the whole of benchall", out, heading)
+	}
+	if err := os.WriteFile(out, []byte(string(old[:i])+b.String()), 0o644); err != nil {
+		return err
+	}
+	log.Printf("replaced the measurements of %s", out)
+	return nil
+}
+
+// verdict says whether a target was met, as the tables above do.
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "**missed**"
 }
 
 // onlySim runs the simulation alone: its section goes to stdout, or with write replaces the
