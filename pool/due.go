@@ -29,10 +29,11 @@ const dueSwept = -1
 
 // dueTable is an origin's heap of due entries.
 type dueTable struct {
-	mu      sync.Mutex
-	entries dueHeap
-	min     atomic.Int64 // the top's key; MaxInt64 when empty (nothing out of CLOSED)
-	cleaned atomic.Int64 // when a passed bound was last looked at (Unix ns)
+	mu        sync.Mutex
+	entries   dueHeap
+	compacted int          // entries kept by the last compaction
+	min       atomic.Int64 // the top's key; MaxInt64 when empty (nothing out of CLOSED)
+	cleaned   atomic.Int64 // when a passed bound was last looked at (Unix ns)
 }
 
 type dueEntry struct {
@@ -67,7 +68,7 @@ func (d *dueTable) set(pr *pair, key int64) {
 	}
 	d.mu.Lock()
 	heap.Push(&d.entries, dueEntry{key: key, pr: pr})
-	if len(d.entries) > 64 && len(d.entries) > 4*d.validLocked() {
+	if len(d.entries) >= 2*max(d.compacted, 32) {
 		d.compactLocked()
 	}
 	d.dropStaleLocked()
@@ -107,18 +108,9 @@ func (d *dueTable) dropStaleLocked() {
 	d.min.Store(d.entries[0].key)
 }
 
-func (d *dueTable) validLocked() int {
-	n := 0
-	for _, e := range d.entries {
-		if e.valid() {
-			n++
-		}
-	}
-	return n
-}
-
-// compactLocked drops every stale entry, so that pairs that move often cannot grow the heap past a
-// few entries each. d.mu is held.
+// compactLocked drops every stale entry, so that pairs that move often cannot grow the heap past
+// twice the entries it kept last time (amortised: a compaction follows as many pushes as it
+// visits entries). d.mu is held.
 func (d *dueTable) compactLocked() {
 	kept := d.entries[:0]
 	for _, e := range d.entries {
@@ -128,6 +120,7 @@ func (d *dueTable) compactLocked() {
 	}
 	clear(d.entries[len(kept):])
 	d.entries = kept
+	d.compacted = len(kept)
 	heap.Init(&d.entries)
 }
 

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -93,5 +94,35 @@ func TestDueCacheNeverHoldsBackAProbe(t *testing.T) {
 	l.Report(Verdict{Outcome: Success})
 	if got := pr.b.State(clk.Now()); got != breaker.Closed {
 		t.Fatalf("pair after a good probe is %v, want closed", got)
+	}
+}
+
+// TestDueHeapStaysSmall checks that a pair that moves often cannot grow its origin's heap without
+// bound: stale entries are compacted away, and the bound follows the pair's latest key.
+func TestDueHeapStaysSmall(t *testing.T) {
+	o := &originState{}
+	o.due.min.Store(math.MaxInt64)
+	prs := make([]*pair, 10)
+	for i := range prs {
+		prs[i] = &pair{origin: o}
+	}
+	for k := int64(1); k <= 10_000; k++ {
+		pr := prs[k%int64(len(prs))]
+		o.due.set(pr, 1_000_000-k) // ever earlier keys: none of them reaches the top to be dropped
+	}
+	if n := len(o.due.entries); n > 2*max(len(prs), 32) {
+		t.Fatalf("heap holds %d entries for %d pairs", n, len(prs))
+	}
+	if got := o.due.min.Load(); got != 1_000_000-10_000 {
+		t.Fatalf("bound = %d, want the latest key %d", got, 1_000_000-10_000)
+	}
+	for _, pr := range prs {
+		o.due.set(pr, 0) // all CLOSED
+	}
+	o.due.mu.Lock()
+	o.due.dropStaleLocked()
+	o.due.mu.Unlock()
+	if got := o.due.min.Load(); got != math.MaxInt64 {
+		t.Fatalf("bound with every pair CLOSED = %d, want none", got)
 	}
 }
