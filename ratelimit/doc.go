@@ -31,10 +31,11 @@
 // A pair that meets 429s with Retry-After learns the origin's window from them (Pair.Limited; the
 // rules are in learn.go): how long it is and how many requests it allows, and is then held to that
 // allowance in any span of the window's length (a sliding log of its own requests), none before the
-// reset the origin announced. Package pool keeps what an
-// origin's pairs learned as the first window of its other pairs.
+// reset the origin announced. Package pool keeps what an origin's pairs learned as the first window
+// of its other pairs. Pair.Unannounced learns a window of up to a minute from 429s without
+// Retry-After, from the spacing of a pair's runs of them (unannounced.go), cutting nothing.
 //
-// A 429 without Retry-After cuts the pair's rate to half (never below the floor of one request a
+// Under Pair.Limited, a 429 without Retry-After cuts the pair's rate to half (never below the floor of one request a
 // minute); each success then adds back a twentieth of the ceiling, until the pair is at its ceiling
 // again (the configured per-pair rate, else the exit's, else 10 requests a second). Multiplicative
 // decrease backs off fast while the site is annoyed; additive increase probes its tolerance slowly

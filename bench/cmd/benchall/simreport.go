@@ -317,6 +317,11 @@ func writeRound2Figures(p func(string, ...any), res *simResults) {
 			p(" %.2f | %s |\n", ratio(m[0], m[len(m)-1]), bestPeer(m))
 		}
 		p("\n")
+		if m := res.merged(); !res.brief {
+			in, cl := m[len(m)-2], m[len(m)-1]
+			p("The goodput target is judged against the informed oracle, not the clairvoyant one: pooled over the seeds, ours (defaults) gets %.2f of the informed oracle's goodput and %.2f of the clairvoyant one's, and the clairvoyant oracle gets %.2f× the informed one's — from each attempt's coin flips (which flaky attempts time out), which no strategy can see, and from refusing without waiting. A target of 0.90 of the clairvoyant oracle could not be met by any strategy that can be built.\n\n",
+				ratio(m[0], in), ratio(m[0], cl), ratio(cl, in))
+		}
 	}
 
 	if len(res.round2) > 1 {
