@@ -36,11 +36,6 @@ func (p *Pool) unacquire(now time.Time, t *ticket) {
 func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 	switch {
 	case v.Class == ClassRateLimited:
-		if v.RetryAfter <= 0 && !p.limits {
-			// Without configured limits a pair learns only windows the origin announces: a 429
-			// without Retry-After rests it (its breaker) but paces nothing.
-			return
-		}
 		pr := t.pair
 		if pr == nil {
 			var alive bool
@@ -55,7 +50,15 @@ func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 			}
 			pc = t.origin.setPace(t.id, pc)
 		}
-		if own := pc.Limited(now, v.RetryAfter, t.origin.pace.prior()); !own.IsZero() {
+		var own ratelimit.Window
+		if v.RetryAfter <= 0 && !p.limits {
+			// Without configured limits nothing cuts a pair's rate: a 429 without Retry-After
+			// teaches it the window its runs of 429s are spaced by (ratelimit/unannounced.go).
+			own = pc.Unannounced(now, t.origin.pace.prior())
+		} else {
+			own = pc.Limited(now, v.RetryAfter, t.origin.pace.prior())
+		}
+		if !own.IsZero() {
 			t.origin.pace.learn(own)
 		}
 		t.origin.limited.set(t.id, pc.Bucket() != nil)
