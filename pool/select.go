@@ -81,16 +81,6 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 	return ok, at
 }
 
-// probeDue reports whether exit i of g, which the breakers admit, would carry a probe for o: its
-// breaker or its pair's is out of CLOSED. Least-loaded selection gives such a candidate the pick:
-// probes are few (a breaker admits one per slot, when its cooldown ends), and a pair whose ban
-// ended on a busy or slow exit would otherwise lose every comparison to a healthy one and never be
-// seen to recover.
-func (p *Pool) probeDue(o *originState, g *tierGroup, i int) bool {
-	id := g.ids[i]
-	return o.open.get(id) || p.exitOpen.get(id)
-}
-
 // tokensReady peeks, taking nothing, at the buckets of exit i of g for o. Without configured
 // limits, and while the pair has shown none, it reads one bit table and nothing else.
 func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (bool, time.Time, Scope) {
@@ -161,11 +151,7 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retrie
 				continue
 			}
 			a, b := first, i
-			if p.probeDue(o, g, b) != p.probeDue(o, g, a) {
-				if p.probeDue(o, g, b) {
-					a, b = b, a // a probe that is due goes first, however loaded its exit
-				}
-			} else if p.inflight.get(g.ids[b]) < p.inflight.get(g.ids[a]) {
+			if p.inflight.get(g.ids[b]) < p.inflight.get(g.ids[a]) {
 				a, b = b, a
 			}
 			for _, j := range [2]int{a, b} {
