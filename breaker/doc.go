@@ -49,5 +49,13 @@
 // Two cheaper ways to a CLOSED permit exist for tables that admit many requests: ClosedPermit
 // reads the state and the generation from one atomic word, without the lock, and fails when the
 // breaker is not CLOSED (then use Acquire); PermitFor(gen) makes a permit for a generation the
-// caller already knows. Neither is ever a probe, and both keep the generation rule. Looking (Ready, State, Snapshot) never changes what a breaker admits.
+// caller already knows. Neither is ever a probe, and both keep the generation rule. Looking
+// (Ready, State, Snapshot) never changes what a breaker admits.
+//
+// # Many breakers
+//
+// A table of many keys embeds a Breaker in its own per-key struct and readies it in place with
+// Policy.Init, the struct being the breaker's Watcher: no callbacks per key. A breaker keeps what a
+// state needs only while in it — the failure tally of a CLOSED period from its first failure, the
+// probe slots of a HALF_OPEN one — so a parked or fresh breaker is 112 bytes.
 package breaker
