@@ -28,7 +28,7 @@ type exitState struct {
 	// pool's exit epoch when wide last returned to CLOSED (0: never; see exitPermit). Both are
 	// shared, like wide, by every version that has this breaker.
 	wideMute    *atomic.Bool
-	closedEpoch *atomic.Uint64
+	closedEpoch *atomic.Uint32
 	// eager: the exit's pair settings count successes, so its pairs get a breaker on their first
 	// pick (a copy of tune.eager, where acquire reads it).
 	eager bool
@@ -154,9 +154,9 @@ func (p *Pool) newExitState(e *Exit, t *exitTuning) *exitState {
 // exit a new tier or weight (a new version, the same breaker) or new settings (a new breaker,
 // retune.go); once the exit has left the pool, transitions go unreported — its label may belong to
 // another exit by now — while the bit table still follows the breaker, for the exit's return.
-func (p *Pool) newExitBreaker(id uint32, pol *breaker.Policy) (*breaker.Breaker, *atomic.Bool, *atomic.Uint64) {
+func (p *Pool) newExitBreaker(id uint32, pol *breaker.Policy) (*breaker.Breaker, *atomic.Bool, *atomic.Uint32) {
 	var b *breaker.Breaker
-	mute, closedEpoch := new(atomic.Bool), new(atomic.Uint64)
+	mute, closedEpoch := new(atomic.Bool), new(atomic.Uint32)
 	b = pol.NewBreakerWith(breaker.Hooks{
 		OnStateChange: func(t breaker.Transition) {
 			if mute.Load() {
@@ -168,7 +168,7 @@ func (p *Pool) newExitBreaker(id uint32, pol *breaker.Policy) (*breaker.Breaker,
 		},
 		Mirror: func(notClosed bool) {
 			if !notClosed {
-				closedEpoch.Store(p.exitEpoch.Add(1)) // before the bit, as for pairs (newPair)
+				closedEpoch.Store(p.nextExitEpoch()) // before the bit, as for pairs (MirrorClosed)
 			}
 			if mute.Load() {
 				return

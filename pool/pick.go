@@ -36,27 +36,29 @@ func (p *Pool) PickAt(ctx context.Context, now time.Time, r Request) (Lease, err
 
 // ticket is one admitted attempt: the permits it holds and what it needs to report its verdict.
 type ticket struct {
-	exit      *exitState
-	id        uint32 // exit.id, kept so that releasing and reporting need not load the exit
-	origin    *originState
-	pair      *pair
-	pairPm    breaker.Permit
-	exitPm    breaker.Permit
-	originPm  breaker.Permit
+	exit     *exitState
+	origin   *originState
+	pair     *pair
+	retries  *Retries
+	pairPm   breaker.Permit
+	exitPm   breaker.Permit
+	originPm breaker.Permit
+	now      time.Time // when the attempt was admitted (after any wait for a token)
+	id       uint32    // exit.id, kept so that releasing and reporting need not load the exit
+	// lazyPair: admitted without looking at the pair's breaker (it had none, or the bit table
+	// showed it CLOSED); epoch is the origin's epoch then (see pairPermit).
+	epoch uint32
+	// exitEpoch, if not 0, is the pool's exit epoch when the attempt was admitted while the exit's
+	// bit showed its breaker CLOSED, without touching the breaker (see exitPermit).
+	exitEpoch uint32
 	pairState breaker.State
 	exitState breaker.State
 	would     bool // dry run: the breakers would have refused this attempt
-	// lazyPair: admitted without looking at the pair's breaker (it had none, or the bit table
-	// showed it CLOSED); epoch is the origin's epoch then (see pairPermit).
-	lazyPair bool
-	epoch    uint32
-	// lazyExit: admitted while the exit's bit showed its breaker CLOSED, without touching the
-	// breaker; exitEpoch is the pool's exit epoch then (see exitPermit).
-	lazyExit  bool
-	exitEpoch uint64
-	retries   *Retries
-	now       time.Time // when the attempt was admitted (after any wait for a token)
+	lazyPair  bool
 }
+
+// The ticket lives in the Lease, and the lease in each transport attempt: its fields are ordered
+// so that it packs into 144 bytes.
 
 // pick chooses an exit for r at now and acquires its permits and tokens, waiting for a token when
 // only buckets hold it back (see PickAt), unless the pool's limits or r say to fail fast. Without
@@ -250,7 +252,7 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32, 
 	lease := p.probeLease
 	ok := false
 	if !p.exitOpen.get(id) {
-		t.lazyExit, t.exitEpoch, ok = true, p.exitEpoch.Load(), true
+		t.exitEpoch, ok = p.exitEpoch.Load(), true // never 0 (nextExitEpoch)
 	}
 	if !ok {
 		t.exitState = es.wide.State(now)
@@ -300,17 +302,26 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32, 
 }
 
 // exitPermit returns the exit's permit for t's verdict. An attempt admitted while the exit's bit
-// showed it CLOSED (lazyExit) held a CLOSED permit of the generation it was admitted in, in
+// showed it CLOSED (exitEpoch set) held a CLOSED permit of the generation it was admitted in, in
 // spirit, as a lazy pair does (pairPermit): if the exit tripped since, it is not CLOSED now; if it
 // tripped and closed again, its closedEpoch is later than the attempt's exitEpoch. Either way the
 // verdict is stale and the zero permit drops it.
 func (p *Pool) exitPermit(t *ticket) breaker.Permit {
-	if !t.lazyExit {
+	if t.exitEpoch == 0 {
 		return t.exitPm
 	}
 	pm, closed := t.exit.wide.ClosedPermit()
-	if !closed || t.exit.closedEpoch.Load() > t.exitEpoch {
+	if !closed || epochAfter(t.exit.closedEpoch.Load(), t.exitEpoch) {
 		return breaker.Permit{}
 	}
 	return pm
+}
+
+// nextExitEpoch advances the pool's exit epoch, skipping 0 (which says "not lazy" in a ticket).
+func (p *Pool) nextExitEpoch() uint32 {
+	for {
+		if e := p.exitEpoch.Add(1); e != 0 {
+			return e
+		}
+	}
 }

@@ -49,9 +49,9 @@ type Pool struct {
 	exitOpen bitTable
 	// exitEpoch counts the exit breakers' returns to CLOSED: an attempt admitted without touching
 	// its exit's breaker keeps the epoch it saw (ticket.exitEpoch, exitPermit).
-	exitEpoch atomic.Uint64
-	gone      bitTable // removed exits
-	forgotten bitTable // removed exits whose state is forgotten for good (lifeForgotten)
+	exitEpoch atomic.Uint32 // never 0 once the pool is made (nextExitEpoch)
+	gone      bitTable      // removed exits
+	forgotten bitTable      // removed exits whose state is forgotten for good (lifeForgotten)
 	inflight  counterTable
 	// lazyPairs: a pair gets a breaker only when it first fails (see finish). Successes of a pair
 	// with no breaker need no counting unless the failure-ratio condition is on, and it needs no
@@ -103,6 +103,7 @@ func New(opts ...Option) (*Pool, error) {
 		claimer:  c.claimer,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
 	}
+	p.exitEpoch.Store(1) // a ticket's exitEpoch 0 says "not admitted lazily"
 	p.pairRaw, p.exitRaw = c.pair, c.exit
 	if err := p.resolveRules(c); err != nil {
 		return nil, err

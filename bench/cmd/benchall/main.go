@@ -168,24 +168,33 @@ func onlyMeasures(rounds int, write bool, out string) error {
 	start := time.Now()
 	writeMeasures(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }, rounds)
 	fmt.Fprintf(&b, "\nTotal time of this run (the measurements alone, `-only measures`): %v.\n", time.Since(start).Round(time.Second))
+	return printOrSplice(write, out, b.String(), func(old, text string) (string, error) {
+		const heading = "## Overhead:"
+		i := strings.Index(old, heading)
+		if i < 0 {
+			return "", fmt.Errorf("%s has no %q section to replace: run the whole of benchall", out, heading)
+		}
+		log.Printf("replacing the measurements of %s", out)
+		return old[:i] + text, nil
+	})
+}
+
+// printOrSplice prints text to stdout, or with write rewrites out as splice makes it of its old
+// content and text.
+func printOrSplice(write bool, out, text string, splice func(old, text string) (string, error)) error {
 	if !write {
-		_, err := os.Stdout.WriteString(b.String())
+		_, err := os.Stdout.WriteString(text)
 		return err
 	}
 	old, err := os.ReadFile(out)
 	if err != nil {
 		return err
 	}
-	const heading = "## Overhead:"
-	i := strings.Index(string(old), heading)
-	if i < 0 {
-		return fmt.Errorf("%s has no %q section to replace: run the whole of benchall", out, heading)
-	}
-	if err := os.WriteFile(out, []byte(string(old[:i])+b.String()), 0o644); err != nil {
+	s, err := splice(string(old), text)
+	if err != nil {
 		return err
 	}
-	log.Printf("replaced the measurements of %s", out)
-	return nil
+	return os.WriteFile(out, []byte(s), 0o644)
 }
 
 // verdict says whether a target was met, as the tables above do.
@@ -205,26 +214,19 @@ func onlySim(cfg simConfig, write bool, out, chart string) error {
 	}
 	var b strings.Builder
 	writeSim(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }, res)
-	if !write {
-		_, err := os.Stdout.WriteString(b.String())
-		return err
-	}
-	old, err := os.ReadFile(out)
-	if err != nil {
-		return err
-	}
-	const heading = "## Pool simulation\n"
-	s := string(old)
-	i := strings.Index(s, heading)
-	if i < 0 {
-		return fmt.Errorf("%s has no %q section to replace: run the whole of benchall", out, strings.TrimSpace(heading))
-	}
-	j := strings.Index(s[i+len(heading):], "\n## ")
-	if j < 0 {
-		return fmt.Errorf("%s: nothing follows the simulation's section: run the whole of benchall", out)
-	}
-	s = s[:i] + b.String() + s[i+len(heading)+j+1:]
-	if err := os.WriteFile(out, []byte(s), 0o644); err != nil {
+	err = printOrSplice(write, out, b.String(), func(s, text string) (string, error) {
+		const heading = "## Pool simulation\n"
+		i := strings.Index(s, heading)
+		if i < 0 {
+			return "", fmt.Errorf("%s has no %q section to replace: run the whole of benchall", out, strings.TrimSpace(heading))
+		}
+		j := strings.Index(s[i+len(heading):], "\n## ")
+		if j < 0 {
+			return "", fmt.Errorf("%s: nothing follows the simulation's section: run the whole of benchall", out)
+		}
+		return s[:i] + text + s[i+len(heading)+j+1:], nil
+	})
+	if err != nil || !write {
 		return err
 	}
 	if err := os.WriteFile(chart, []byte(svg(res.chart())), 0o644); err != nil {
