@@ -1,6 +1,9 @@
 package breaker
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Failure reasons are a handful of class names repeated across every breaker, so a breaker keeps
 // a pointer to one shared copy of its last reason rather than the string itself: a pointer is half
@@ -9,32 +12,31 @@ import "sync"
 // maxReasons bounds the shared copies; a reason beyond them gets a copy of its own.
 const maxReasons = 4096
 
-var reasons struct {
-	sync.RWMutex
-	m map[string]*string
+// reasons maps a reason to its shared copy. A sync.Map: after the first failure of each class,
+// every failure of every breaker only reads it, without a lock.
+var (
+	reasons     sync.Map // string → *string
+	reasonCount atomic.Int32
+)
+
+// reason returns the shared copy of r. Only a reason seen for the first time allocates.
+func reason(r string) *string {
+	if p, ok := reasons.Load(r); ok {
+		return p.(*string)
+	}
+	return newReason(r)
 }
 
-// reason returns the shared copy of r.
-func reason(r string) *string {
-	reasons.RLock()
-	p := reasons.m[r]
-	reasons.RUnlock()
-	if p != nil {
-		return p
+func newReason(r string) *string {
+	s := r // copied here, so that only a new reason moves to the heap
+	if reasonCount.Load() >= maxReasons {
+		return &s
 	}
-	reasons.Lock()
-	defer reasons.Unlock()
-	if p = reasons.m[r]; p != nil {
-		return p
+	p, loaded := reasons.LoadOrStore(r, &s)
+	if !loaded {
+		reasonCount.Add(1)
 	}
-	p = &r
-	if len(reasons.m) < maxReasons {
-		if reasons.m == nil {
-			reasons.m = make(map[string]*string)
-		}
-		reasons.m[r] = p
-	}
-	return p
+	return p.(*string)
 }
 
 // lastReason is the last failure's reason; "" if none.
