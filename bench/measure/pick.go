@@ -70,6 +70,27 @@ func parked(rng *rand.Rand, perm []int) []int {
 	return perm[:k]
 }
 
+// newPickPool returns a pool of exits on a fake clock at now, with the state of each of origins
+// origins already made (one pick released), so that what follows counts pairs alone.
+func newPickPool(exits, origins int) (*pool.Pool, []*pool.Exit, []string, time.Time, error) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	list := testkit.Exits("x", exits)
+	p, err := pool.New(pool.WithExits(list...), pool.WithClock(clock.NewFake(now)))
+	if err != nil {
+		return nil, nil, nil, now, err
+	}
+	keys := originKeys(origins)
+	for _, k := range keys {
+		l, err := p.PickAt(context.Background(), now, pool.Request{Origin: k})
+		if err != nil {
+			p.Close()
+			return nil, nil, nil, now, err
+		}
+		l.ReleaseAt(now)
+	}
+	return p, list, keys, now, nil
+}
+
 func originKeys(n int) []string {
 	keys := make([]string, n)
 	for i := range keys {
@@ -87,22 +108,12 @@ func identity(n int) []int {
 }
 
 func pickOurs(exits, origins int, seed uint64) (PickCost, error) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	list := testkit.Exits("x", exits)
-	p, err := pool.New(pool.WithExits(list...), pool.WithClock(clock.NewFake(now)))
+	p, list, keys, now, err := newPickPool(exits, origins)
 	if err != nil {
 		return PickCost{}, err
 	}
 	defer p.Close()
-	keys := originKeys(origins)
 	ctx := context.Background()
-	for _, k := range keys { // the origins' own state, outside the count
-		l, err := p.PickAt(ctx, now, pool.Request{Origin: k})
-		if err != nil {
-			return PickCost{}, err
-		}
-		l.ReleaseAt(now)
-	}
 	before := heap()
 	rng, perm := rand.New(rand.NewPCG(seed, uint64(exits))), identity(exits)
 	for _, k := range keys {
@@ -234,22 +245,12 @@ func loops(op func(*rand.Rand), seed uint64) (serial, parallel Timing) {
 // through a pinned pick, and returns the heap growth per pair (the origins' own state made first,
 // outside the count).
 func PairBytes(ne, no int, v pool.Verdict) (float64, error) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	list := testkit.Exits("x", ne)
-	p, err := pool.New(pool.WithExits(list...), pool.WithClock(clock.NewFake(now)))
+	p, list, keys, now, err := newPickPool(ne, no)
 	if err != nil {
 		return 0, err
 	}
 	defer p.Close()
-	keys := originKeys(no)
 	ctx := context.Background()
-	for _, k := range keys {
-		l, err := p.PickAt(ctx, now, pool.Request{Origin: k})
-		if err != nil {
-			return 0, err
-		}
-		l.ReleaseAt(now)
-	}
 	before := heap()
 	for _, e := range list {
 		for _, k := range keys {
