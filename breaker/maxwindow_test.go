@@ -36,3 +36,24 @@ func TestMaxWindowCapsTheLadder(t *testing.T) {
 		t.Errorf("Retry-After 300s with MaxWindow 30s: OPEN for %v, want 300s", got)
 	}
 }
+
+// TestDecisiveTripsAtOnce: a Decisive failure opens a CLOSED breaker whatever FailureThreshold
+// says, for its level's window, and says so in the transition's cause; an ordinary one still
+// waits for the count.
+func TestDecisiveTripsAtOnce(t *testing.T) {
+	var causes []Cause
+	b, err := New(Settings{Jitter: -1}, func(tr Transition) { causes = append(causes, tr.Cause) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	failNow(t, b, t0, Failure{Reason: "timeout"})
+	if s := b.State(t0); s != Closed {
+		t.Fatalf("after one ordinary failure of %d: %v, want closed", DefaultFailureThreshold, s)
+	}
+	failNow(t, b, t0, Failure{Reason: "blocked", Decisive: true})
+	got, s := openFor(t, b, t0)
+	if got != DefaultBaseCooldown || s.Level != 1 || len(causes) != 1 || causes[0] != CauseDecisive {
+		t.Errorf("after a decisive failure: OPEN for %v at level %d, causes %v; want %v at level 1, [%s]",
+			got, s.Level, causes, DefaultBaseCooldown, CauseDecisive)
+	}
+}

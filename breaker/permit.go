@@ -122,6 +122,8 @@ func (b *Breaker) apply(now int64, p Permit, v verdict, f Failure, ev *events) {
 		switch {
 		case f.RetryAfter > 0:
 			b.trip(now, f, CauseRetryAfter, ev)
+		case f.Decisive:
+			b.trip(now, f, CauseDecisive, ev)
 		case b.shouldTrip(now):
 			b.trip(now, f, CauseFailures, ev)
 		}

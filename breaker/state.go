@@ -53,6 +53,7 @@ type Cause string
 const (
 	CauseFailures     Cause = "failures"      // FailureThreshold failures in the window (and the ratio, if set)
 	CauseRetryAfter   Cause = "retry_after"   // a failure carried a Retry-After
+	CauseDecisive     Cause = "decisive"      // a failure that settles it alone (Failure.Decisive)
 	CausePermanent    Cause = "permanent"     // a permanent failure parked the breaker
 	CauseCooldown     Cause = "cooldown"      // the cooldown ended and a probe was admitted
 	CauseProbeOK      Cause = "probe_ok"      // enough probes succeeded
@@ -64,7 +65,7 @@ const (
 type cause uint8
 
 var causes = [...]Cause{"", CauseFailures, CauseRetryAfter, CausePermanent, CauseCooldown, CauseProbeOK,
-	CauseProbeFailed, CauseLeaseExpired, CauseRestored}
+	CauseProbeFailed, CauseLeaseExpired, CauseRestored, CauseDecisive}
 
 func causeOf(c Cause) cause {
 	for i, k := range causes {
@@ -89,6 +90,11 @@ type Failure struct {
 	// RetryAfter, when positive, trips the breaker at once and keeps it OPEN at least this long
 	// (capped at Settings.MaxRetryAfter).
 	RetryAfter time.Duration
+	// Decisive trips the breaker at once, whatever the count, for the OPEN window of its backoff
+	// level: a failure that is the other side's verdict on this key, not a sample of its health.
+	// Package pool passes it for blocks (a challenge page, a 403 judged a ban) and 429s without
+	// Retry-After: the next attempt would meet the same answer.
+	Decisive bool
 	// Reason is a short, low-cardinality label kept in the Snapshot ("timeout", "rate_limited").
 	// It must not contain credentials.
 	Reason string

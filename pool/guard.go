@@ -101,6 +101,9 @@ type guardEntry struct {
 	at      int64
 	failed  bool
 	suspect bool // a Suspect answer (a plain 403), judged a block or not; never failed
+	// streak counts the Suspect answers in a row through the exit, this one included (at most
+	// 255): 0 after any other answer the guard records.
+	streak uint8
 }
 
 func (p *Pool) newOriginGuard(o *originState) *originGuard {
@@ -218,14 +221,22 @@ func (g *originGuard) record(id uint32, t int64, failed, suspect bool) {
 	for i := range g.recent {
 		e := &g.recent[i]
 		if e.exit == id+1 {
-			e.at, e.failed, e.suspect = t, failed, suspect
+			streak := uint8(0)
+			if suspect {
+				streak = e.streak + min(1, 255-e.streak)
+			}
+			e.at, e.failed, e.suspect, e.streak = t, failed, suspect, streak
 			return
 		}
 		if e.at < g.recent[oldest].at {
 			oldest = i
 		}
 	}
-	g.recent[oldest] = guardEntry{exit: id + 1, at: t, failed: failed, suspect: suspect}
+	fresh := guardEntry{exit: id + 1, at: t, failed: failed, suspect: suspect}
+	if suspect {
+		fresh.streak = 1
+	}
+	g.recent[oldest] = fresh
 }
 
 func (g *originGuard) tally(since int64) (tried, failing int) {

@@ -17,18 +17,29 @@ import (
 // of the origin at its first 429, which otherwise would only rest until the Retry-After and learn
 // nothing yet: the origin's limit is usually the same for every IP.
 //
-// Recovery. A pair tripped by a block (a challenge page, a ban) or a 429 without Retry-After is
-// probed on the breaker's backoff ladder, but never less often than once per maxWindow: a tenth of
-// what the origin's earlier episodes lasted (from the trip to the probe that closed the pair), at
-// most DefaultMaxCooldown, DefaultRecoveryWindow until an episode has been seen. A ban of 25 minutes
-// is then probed every 2.5 minutes once the ladder reaches that, and a pair is back within a few
-// minutes of the ban's end, with about a dozen probes per ban; an origin whose bans last hours is
-// probed every 15 minutes, not every two. Both are kept with the origin's state, so an origin the
-// idle sweep forgets (no pair and no traffic for the idle TTL) starts learning again.
+// Recovery. A pair tripped by a block (a challenge page, a plain 403 judged a ban) is probed on
+// the breaker's backoff ladder, but never less often than once per maxWindow: a tenth of what the
+// origin's earlier bans lasted (from the trip to the probe that closed the pair), at most
+// DefaultMaxCooldown, DefaultRecoveryWindow until a ban has been seen. A ban of 25 minutes is then
+// probed every 2.5 minutes once the ladder reaches that, and a pair is back within a few minutes of
+// the ban's end, with about a dozen probes per ban; an origin whose bans last hours is probed
+// every 15 minutes, not every two. Both are kept with the origin's state, so an origin the idle
+// sweep forgets (no pair and no traffic for the idle TTL) starts learning again. A 429 without
+// Retry-After is no ban: the pair rests at most UnannouncedRest at a time, and its rests are not
+// counted among the origin's bans — an origin that limits its pairs to a few
+// requests a minute would otherwise teach its bans to last a minute, and its banned pairs would be
+// probed every BaseCooldown for hours.
 
 // DefaultRecoveryWindow is the longest wait between probes of a banned pair while its origin's
 // bans have not been measured yet.
 const DefaultRecoveryWindow = 2 * time.Minute
+
+// UnannouncedRest is the longest rest of a pair tripped by a 429 without Retry-After (never below
+// the pair's BaseCooldown, which it equals by default): the pair is tried again about this often
+// until it is served. A window the origin does not announce resets within a minute or is not
+// learned (ratelimit's unannounced windows); resting up to a minute (the ladder's 20, 40, 60 s)
+// spared a fifth of the 429s and cost 3 % of the goodput in the simulation (docs/decisions.md).
+const UnannouncedRest = 20 * time.Second
 
 // recoveryShare is the share of an origin's typical ban the probes of a banned pair are spaced by
 // at most.
@@ -83,20 +94,26 @@ func (r *recoveryStats) maxWindow() time.Duration {
 	return min(t/recoveryShare, breaker.DefaultMaxCooldown)
 }
 
-// banLike reports whether v is a block or a rate limit whose end the origin did not announce: the
-// failures whose probes are spaced by what the origin's bans last.
-func banLike(v Verdict) bool {
-	return v.Class == ClassBlocked || (v.Class == ClassRateLimited && v.RetryAfter <= 0)
+// restCap returns the longest OPEN window v may trip its pair for, 0 for no cap of the pool's: a
+// block's is a tenth of the origin's typical ban, a 429 without Retry-After's UnannouncedRest.
+func (o *originState) restCap(v Verdict) time.Duration {
+	switch {
+	case v.Class == ClassBlocked:
+		return o.learn.maxWindow()
+	case v.Class == ClassRateLimited && v.RetryAfter <= 0:
+		return UnannouncedRest
+	}
+	return 0
 }
 
 // noteEpisode follows the pair's ban episodes through its transitions: one begins when the pair
-// trips from CLOSED for a block (or a rate limit without Retry-After) and ends when a probe closes
-// it; its length goes to the origin's recovery stats.
+// trips from CLOSED for a block and ends when a probe closes it; its length goes to the origin's
+// recovery stats.
 func (pr *pair) noteEpisode(t breaker.Transition) {
 	switch {
 	case t.From == breaker.Closed && t.To == breaker.Open:
 		var at uint32
-		if (t.Reason == string(ClassBlocked) || t.Reason == string(ClassRateLimited)) && t.Cause != breaker.CauseRetryAfter {
+		if t.Reason == string(ClassBlocked) {
 			at = episodeClock(t.At)
 		}
 		pr.episode.Store(at)

@@ -146,3 +146,47 @@ func TestPaceLearnedAndShared(t *testing.T) {
 		t.Errorf("sixth pick through a in the window = %v, want a *ThrottledError for the minute", err)
 	}
 }
+
+// TestUnannouncedRateLimitIsNoBan: a 429 without Retry-After trips its pair at once (a default
+// FailureThreshold of 3 notwithstanding) and rests it at most UnannouncedRest between tries, however
+// long the origin keeps refusing; and its rest, two minutes here, teaches nothing of the origin's bans:
+// a ban afterwards is still probed every DefaultRecoveryWindow at most, not every UnannouncedRest.
+func TestUnannouncedRateLimitIsNoBan(t *testing.T) {
+	clk := clock.NewFake(leaseT0)
+	p, err := pool.New(
+		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("x")),
+		pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
+		pool.WithPairSettings(breaker.Settings{Jitter: -1}),
+		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited}
+	// rest fails the pair with v, then its probes with v until end, and returns the longest wait.
+	rest := func(v pool.Verdict, end time.Time) time.Duration {
+		var longest time.Duration
+		first := mustPick(t, p, "shop")
+		if st := first.Report(v).PairState; st != breaker.Open {
+			t.Fatalf("after one %s: pair %v, want open at once", v.Class, st)
+		}
+		for {
+			ps, _ := pairOf(t, p, "shop")
+			wait := ps.Breaker.NextProbe.Sub(clk.Now())
+			longest = max(longest, wait)
+			clk.Advance(wait)
+			l := mustPick(t, p, "shop")
+			if !clk.Now().Before(end) {
+				l.Report(okVerdict)
+				return longest
+			}
+			l.Report(v)
+		}
+	}
+	if got := rest(limited, clk.Now().Add(2*time.Minute)); got != pool.UnannouncedRest {
+		t.Errorf("429 without Retry-After: longest wait between tries %v, want UnannouncedRest %v", got, pool.UnannouncedRest)
+	}
+	if got := rest(blockedVerdict, clk.Now().Add(20*time.Minute)); got != pool.DefaultRecoveryWindow {
+		t.Errorf("a ban after rate-limit rests: longest wait between probes %v, want DefaultRecoveryWindow %v", got, pool.DefaultRecoveryWindow)
+	}
+}

@@ -3,6 +3,8 @@ package pool
 import (
 	"fmt"
 	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
 )
 
 // SuspectPolicy is what a Suspect answer (Verdict.Suspect: a plain 403) from an origin means. Set
@@ -14,10 +16,14 @@ type SuspectPolicy uint8
 const (
 	SuspectDefault SuspectPolicy = iota
 	// SuspectEvidence, the default, judges each Suspect answer by what the origin is doing to the
-	// other exits: it is a block of the pair (Transient, ClassBlocked) when, within the origin
-	// guard's Window, at least SuspectMinServed other exits got an ordinary answer from the origin
-	// and fewer than half of the exits that tried it (this one included) got a Suspect one;
-	// otherwise it is the site's answer (the Success it came as).
+	// other exits and to this one: it is a block of the pair (Transient, ClassBlocked) when, within
+	// the origin guard's Window, at least SuspectMinServed other exits got an ordinary answer from
+	// the origin, and either this exit's answer before it was a Suspect one too while fewer than
+	// half of the exits that tried the origin (this one included) got a Suspect answer, or this is
+	// its SuspectProof-th Suspect answer in a row. A probe of a pair out for a ban counts as a
+	// second answer in a row: the ban goes on. Otherwise it is the site's answer (the Success it
+	// came as): one 403 through an exit that was being served is as likely a page the site forbids
+	// everyone as a ban.
 	SuspectEvidence
 	// SuspectOff takes every Suspect answer as the site's: a Success, as if unmarked.
 	SuspectOff
@@ -30,6 +36,14 @@ const (
 // Window, for SuspectEvidence to take a Suspect answer for a block: one could be a fluke (a cached
 // page, a path that happens to be open); two make "the site serves other IPs" a pattern.
 const SuspectMinServed = 2
+
+// SuspectProof is how many Suspect answers in a row through one exit, within the origin guard's
+// Window, make a block under SuspectEvidence while others are served, however many other exits got
+// Suspect answers too: a site that forbids a share f of its paths answers one exit three 403s in a
+// row with probability f³ (1 in 1,000 at 10 %), a ban every time — and when the banned exits are
+// the ones still in use, they fill the guard's record, and the half rule alone would take their
+// 403s for the site's.
+const SuspectProof = 3
 
 // SuspectDetector is the Verdict.Detector of a Suspect answer the pool judged a block.
 const SuspectDetector = "forbidden"
@@ -45,8 +59,8 @@ func (s SuspectPolicy) String() string {
 }
 
 // judgeSuspect returns v as the pool counts it: a Suspect success at pair scope judged by the
-// origin's policy and, for SuspectEvidence, by the guard's record of the other exits. Every other
-// verdict comes back as it was.
+// origin's policy and, for SuspectEvidence, by the guard's record of this exit and the others.
+// Every other verdict comes back as it was.
 func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict) Verdict {
 	if !v.Suspect || v.Outcome != Success || v.Scope != ScopePair {
 		return v
@@ -57,7 +71,10 @@ func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict) Verdict {
 		return v
 	case SuspectBan:
 	default:
-		if !g.othersServed(now, t.exit.id) {
+		// A probe of a pair that is out for a ban (or an unannounced rate limit) meets the ban
+		// going on: it follows the answers that tripped the pair.
+		banned := t.pair != nil && t.pairState != breaker.Closed && t.pair.episode.Load() != 0
+		if !g.evidenceOfBlock(now, t.id, banned) {
 			return v
 		}
 	}
@@ -65,15 +82,20 @@ func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict) Verdict {
 	return v
 }
 
-// othersServed reports whether, at now, the guard's record shows the origin serving other exits
-// while refusing exit id (see SuspectEvidence). Exit id's own entry is replaced by the answer being
-// judged: it counts as one exit tried, and as one Suspect answer.
-func (g *originGuard) othersServed(now time.Time, id uint32) bool {
+// evidenceOfBlock reports whether, at now, the guard's record shows the origin serving other
+// exits while refusing exit id (see SuspectEvidence); banned says the answer follows a ban of the
+// pair. Exit id's own entry is replaced by the answer being judged: it counts as one exit tried,
+// and as one Suspect answer, after the ones in a row its entry counted.
+func (g *originGuard) evidenceOfBlock(now time.Time, id uint32, banned bool) bool {
 	since := now.UnixNano() - int64(g.cfg.Window)
-	tried, suspect, served := 1, 1, 0
+	tried, suspect, served, inRow := 1, 1, 0, 1
 	g.mu.Lock()
 	for _, e := range g.recent {
-		if e.exit == 0 || e.exit == id+1 || e.at <= since {
+		if e.exit == 0 || e.at <= since {
+			continue
+		}
+		if e.exit == id+1 {
+			inRow += int(e.streak)
 			continue
 		}
 		tried++
@@ -85,5 +107,8 @@ func (g *originGuard) othersServed(now time.Time, id uint32) bool {
 		}
 	}
 	g.mu.Unlock()
-	return served >= SuspectMinServed && 2*suspect < tried
+	if banned {
+		inRow = max(inRow, 2)
+	}
+	return served >= SuspectMinServed && (inRow >= SuspectProof || (inRow >= 2 && 2*suspect < tried))
 }

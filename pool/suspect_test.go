@@ -70,8 +70,9 @@ func runSuspect(t *testing.T, p *pool.Pool, clk *clock.Fake, steps []suspectStep
 	}
 }
 
-// TestSuspectEvidence: a plain 403 one exit gets while two others are served is a block of that
-// pair; once half of the exits that tried the origin get 403s, they are the site's answer.
+// TestSuspectEvidence: a plain 403 one exit gets while two others are served is the site's answer
+// the first time (a page it forbids everyone, as likely as a ban) and a block of that pair the
+// second time in a row; once half of the exits that tried the origin get 403s, they are the site's.
 func TestSuspectEvidence(t *testing.T) {
 	p, clk := newSuspectPool(t, 6)
 	runSuspect(t, p, clk, []suspectStep{
@@ -83,12 +84,16 @@ func TestSuspectEvidence(t *testing.T) {
 		{at: 3 * time.Second, exit: "e3", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
 		{at: 4 * time.Second, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 		{at: 5 * time.Second, exit: "e3", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		// e0…e3 served: e4's 403 is 1 of 5 tried, a block.
-		{at: 6 * time.Second, exit: "e4", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
-		// e4's 403 and this one: 2 of 6, still fewer than half.
-		{at: 7 * time.Second, exit: "e5", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+		// e0…e3 served: e4's first 403 is 1 of 5 tried, but one 403 may be a forbidden page.
+		{at: 6 * time.Second, exit: "e4", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		// Its second in a row, still 1 of 5: a block.
+		{at: 7 * time.Second, exit: "e4", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+		// e5's two 403s: with e4's, 2 of 6, still fewer than half.
+		{at: 8 * time.Second, exit: "e5", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 9 * time.Second, exit: "e5", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
 		// The same exits on another origin that has served nobody: the site's answer there.
-		{at: 8 * time.Second, exit: "e0", origin: "other.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 10 * time.Second, exit: "e0", origin: "other.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 11 * time.Second, exit: "e0", origin: "other.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
 	})
 	// 403s are the origin answering, as they always were: the guard is not tripped by them.
 	for _, o := range p.Snapshot().Origins {
@@ -96,6 +101,33 @@ func TestSuspectEvidence(t *testing.T) {
 			t.Errorf("origin guard of %s = %v after 403s, want closed", o.Origin, o.Breaker.State)
 		}
 	}
+}
+
+// TestSuspectBannedExitsInTheMajority: when the exits still in use are mostly banned ones, their
+// 403s fill the guard's record and the half rule takes them for the site's; the third in a row
+// through one exit, while others are served, is a block all the same (SuspectProof). A probe of a
+// pair out for a ban, once the record of its 403s is out of the window, meets the ban going on.
+func TestSuspectBannedExitsInTheMajority(t *testing.T) {
+	p, clk := newSuspectPool(t, 5)
+	steps := []suspectStep{
+		{at: 0, exit: "e0", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 0, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+	}
+	for round := range 2 {
+		for _, e := range []string{"e2", "e3", "e4"} {
+			steps = append(steps, suspectStep{at: time.Duration(1+round) * time.Second, exit: e, v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed})
+		}
+	}
+	steps = append(steps,
+		suspectStep{at: 3 * time.Second, exit: "e2", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+		// 40 s on, the others are served again; e2's 403s are out of the window. Its probe.
+		suspectStep{at: 40 * time.Second, exit: "e0", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		suspectStep{at: 40 * time.Second, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		suspectStep{at: 41 * time.Second, exit: "e2", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+		// e3's 403s are out of the window too, and its pair never opened: a first 403 again.
+		suspectStep{at: 41 * time.Second, exit: "e3", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+	)
+	runSuspect(t, p, clk, steps)
 }
 
 // TestSuspectSiteWide403TripsNothing: a page every exit gets 403 for is the site's answer.
@@ -126,7 +158,10 @@ func TestSuspectEvidenceWindow(t *testing.T) {
 		{at: 0, exit: "e0", origin: "slow.example", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 		{at: 0, exit: "e1", origin: "slow.example", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 		{at: 30 * time.Second, exit: "e2", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 30 * time.Second, exit: "e2", origin: "slow.example", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+		{at: 30 * time.Second, exit: "e2", origin: "slow.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		// The second in a row: a block where the others' answers are in the window.
+		{at: 31 * time.Second, exit: "e2", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 31 * time.Second, exit: "e2", origin: "slow.example", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
 	})
 }
 
@@ -147,6 +182,8 @@ func TestSuspectPolicies(t *testing.T) {
 	}
 	steps = append(steps,
 		suspectStep{exit: "e2", origin: "news.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		suspectStep{exit: "e2", origin: "news.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		suspectStep{exit: "e2", origin: "judged.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
 		suspectStep{exit: "e2", origin: "judged.example", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
 		// No evidence needed: the first 403 of the origin is a block.
 		suspectStep{exit: "e3", origin: "www.strict.example", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
@@ -169,6 +206,7 @@ func TestSuspectEvidenceWithoutGuard(t *testing.T) {
 	runSuspect(t, p, clk, []suspectStep{
 		{exit: "e0", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 		{exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{exit: "e2", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
 		{exit: "e2", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
 	})
 }
@@ -198,7 +236,7 @@ func TestSuspectBlockMovesRetriesOn(t *testing.T) {
 
 // TestCrawlThroughClassifierVerdicts: a crawl of one site, each answer given the verdict
 // transport.DefaultClassifier gives it. The site bans e0 (plain 403s to it alone), serves the
-// others, and answers 403 to everyone for /admin. e0's pair opens on its first 403, and its probe
+// others, and answers 403 to everyone for /admin. e0's pair opens on its second 403, and its probe
 // after the cooldown opens it again one level up; the /admin 403s of the others open nothing once
 // they are the pattern; a challenge page through e3 opens e3's pair, as it always did.
 func TestCrawlThroughClassifierVerdicts(t *testing.T) {
@@ -206,7 +244,9 @@ func TestCrawlThroughClassifierVerdicts(t *testing.T) {
 	runSuspect(t, p, clk, []suspectStep{
 		{at: 0, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 		{at: 1 * time.Second, exit: "e2", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		{at: 2 * time.Second, exit: "e0", v: plain403Verdict, want: judgedBlock, pair: breaker.Open}, // banned
+		// Banned: the first 403 may be a page the site forbids, the second in a row is a block.
+		{at: 2 * time.Second, exit: "e0", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 3 * time.Second, exit: "e0", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
 		{at: 3 * time.Second, exit: "e3", v: notFoundVerdict, want: notFoundVerdict, pair: breaker.Closed},
 		// /admin: e1's 403 is 2 of 4 suspect (e0's, its own): the site's answer.
 		{at: 4 * time.Second, exit: "e1", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
@@ -215,10 +255,10 @@ func TestCrawlThroughClassifierVerdicts(t *testing.T) {
 		{at: 8 * time.Second, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 		{at: 9 * time.Second, exit: "e2", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 		// e0's probe, 10 s after it opened: still 403 while e1 and e2 are served.
-		{at: 12 * time.Second, exit: "e0", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+		{at: 13 * time.Second, exit: "e0", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
 	})
 	ps, _ := pairStatus(p, "e0", "shop.example")
-	if ps.Breaker.Trips != 2 || ps.Breaker.NextProbe.Sub(syncT0.Add(12*time.Second)) != 20*time.Second {
+	if ps.Breaker.Trips != 2 || ps.Breaker.NextProbe.Sub(syncT0.Add(13*time.Second)) != 20*time.Second {
 		t.Errorf("pair (e0, shop) = %d trips, next probe %v; want 2 trips, 20 s after its probe", ps.Breaker.Trips, ps.Breaker.NextProbe)
 	}
 	for _, e := range []string{"e1", "e2"} {

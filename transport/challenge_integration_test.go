@@ -283,8 +283,8 @@ func TestChallengeFixturesAllListed(t *testing.T) {
 // answers requests that come through proxy X with Cloudflare's "Just a moment..." page, status 200,
 // Server: cloudflare, no cf-mitigated, sent without a length and with its challenge scripts past the
 // 4 KiB peek (the fixture); through Y it serves an ordinary Cloudflare-fronted page. Every challenge
-// is classed blocked by the cloudflare detector, the third opens the (X, A) pair (the default
-// threshold), and A is then served through Y while X keeps serving origin B. The caller gets each
+// is classed blocked by the cloudflare detector, the first opens the (X, A) pair (a block is
+// decisive: breaker.Failure.Decisive), and A is then served through Y while X keeps serving origin B. The caller gets each
 // challenge page whole. Over plain HTTP and, through CONNECT, HTTP/2 over TLS.
 func TestIntegCloudflareChallengeAt200OpensPair(t *testing.T) {
 	challenge := challengeFixture(t, "cloudflare/just-a-moment-200")
@@ -319,8 +319,8 @@ func TestIntegCloudflareChallengeAt200OpensPair(t *testing.T) {
 				transport.WithObserver(obs), pool.WithPairSettings(breaker.Settings{Rand: integHalf}))
 
 			// X is in tier 0: A is fetched through it until the pair opens.
-			const threshold = 3 // breaker.Settings' default FailureThreshold
-			for i := range threshold {
+			const challenges = 1 // a block trips the pair at once, whatever the FailureThreshold
+			for i := range challenges {
 				r := integGet(c, originA.URL)
 				if r.err != nil || r.status != http.StatusOK || r.exit != "X" || r.body != string(challenge.body) {
 					t.Fatalf("step %d: Get(A) = %d via %q, %d bytes, err %v; want 200 via X, the challenge's %d bytes",
@@ -334,7 +334,7 @@ func TestIntegCloudflareChallengeAt200OpensPair(t *testing.T) {
 			xa, _ := integPairState(tr.Pool().Snapshot(), "X", a)
 			if xa.State != breaker.Open || xa.LastFailure != string(pool.ClassBlocked) {
 				t.Fatalf("pair (X, A) after %d challenges = %v, last failure %q; want open, %s",
-					threshold, xa.State, xa.LastFailure, pool.ClassBlocked)
+					challenges, xa.State, xa.LastFailure, pool.ClassBlocked)
 			}
 
 			// The pair is open: A is served through Y, and X still serves B.
@@ -350,8 +350,8 @@ func TestIntegCloudflareChallengeAt200OpensPair(t *testing.T) {
 					t.Errorf("step %d: Get(B) via %s, want via X: a challenge is the pair's business", i, r.exit)
 				}
 			}
-			if got := challenged.Load(); got != threshold {
-				t.Errorf("origin A challenged %d requests, want %d: an open pair sends nothing", got, threshold)
+			if got := challenged.Load(); got != challenges {
+				t.Errorf("origin A challenged %d requests, want %d: an open pair sends nothing", got, challenges)
 			}
 			for _, e := range tr.Pool().Snapshot().Exits {
 				if e.Breaker.State != breaker.Closed {
