@@ -31,7 +31,9 @@
 // A pair that meets 429s with Retry-After learns the origin's window from them (Pair.Limited; the
 // rules are in learn.go): how long it is and how many requests it allows, and is then held to that
 // allowance in any span of the window's length (a sliding log of its own requests), none before the
-// reset the origin announced. Package pool keeps what an origin's pairs learned as the first window
+// reset the origin announced. A fixed window is read off two resets a window apart; a sliding one,
+// whose resets are not, off one 429 whose Retry-After runs until the oldest of the pair's own
+// successes in a window of a natural length leaves it (fit.go). Package pool keeps what an origin's pairs learned as the first window
 // of its other pairs. Pair.Unannounced learns a window of up to a minute from 429s without
 // Retry-After, from the spacing of a pair's runs of them (unannounced.go), cutting nothing.
 //

@@ -60,11 +60,20 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 		}
 		return Window{}
 	}
-	p.tracking = true
+	p.track(t)
 	reset := t + int64(retryAfter)
 	p.longest = max(p.longest, int64(retryAfter))
 	var own Window
+	fit, fits := Window{}, false
+	if !p.fitted {
+		fit, fits = p.slidingFit(t, retryAfter)
+	}
 	switch {
+	case fits:
+		// One 429 said it all (fit.go): the pair is held to it, its successes of the window
+		// before the reset counted in it.
+		own = fit
+		p.hold(own, reset, true, true)
 	case p.win != nil:
 		// Re-aligned on the reset the origin announced; allowed one less only when the window
 		// before also ended in a 429 (one 429 may be a window the pair saw out of line).
@@ -75,10 +84,14 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 		p.struck = t
 		p.win.reset(n, w, reset)
 	case p.since != 0 && p.sent > 0 && reset-p.since <= consecutive*p.longest:
-		own = Window{N: int(p.sent), Length: natural(time.Duration(reset - p.since))}
-		p.hold(own, reset, false)
+		l, sure := natural(time.Duration(reset - p.since))
+		w := Window{N: int(p.sent), Length: l}
+		p.hold(w, reset, false, sure)
+		if sure {
+			own = w // an unsure window is not the origin's prior: its other pairs would take it
+		}
 	case !prior.IsZero():
-		p.hold(prior, reset, false)
+		p.hold(prior, reset, false, true) // a prior is a sure window another pair learned
 	}
 	p.since, p.sent, p.learned = reset, 0, t
 	return own
@@ -91,28 +104,35 @@ var naturalWindows = [...]time.Duration{
 }
 
 // natural snaps d, a window length measured between two announced resets (each rounded up to a
-// whole second by Retry-After), to the natural window length within 5 % of it, or to whole seconds.
-// A window learned a second long would drift off the origin's and meet 429s its allowance does not
-// deserve.
-func natural(d time.Duration) time.Duration {
+// whole second by Retry-After), to the natural window length within 5 % of it (sure), or to whole
+// seconds. A window learned a second long would drift off the origin's and meet 429s its
+// allowance does not deserve. A length that is no natural one is most likely two resets of a
+// sliding window, which are not a window apart: the pair keeps noting its successes, so that a
+// later 429 can fit the window (fit.go).
+func natural(d time.Duration) (l time.Duration, sure bool) {
 	for _, w := range naturalWindows {
 		if diff := d - w; diff >= -w/20 && diff <= w/20 {
-			return w
+			return w, true
 		}
 	}
-	return max(d.Round(time.Second), time.Second)
+	return max(d.Round(time.Second), time.Second), false
 }
 
 // hold holds the pair to w from start, under p.mu; with seed, its successes of the window before
 // start count in it (the origin still counts them, if its window slides; a Retry-After's reset
-// needs none: the origin said when it has room again).
-func (p *Pair) hold(w Window, start int64, seed bool) {
+// at a window's boundary needs none: the origin said when it has room again). A sure window ends
+// the noting of successes; an unsure one (an origin's prior, a length that is no natural one)
+// keeps it, for a fit to correct it.
+func (p *Pair) hold(w Window, start int64, seed, sure bool) {
 	p.win = &windowBudget{}
 	p.win.reset(w.N, int64(w.Length), start)
 	if seed {
 		p.win.seed(p.recent, start)
 	}
-	p.recent = nil
+	p.fitted = sure
+	if sure {
+		p.recent = nil
+	}
 	p.bucket.Store(SourceBucket(p.win))
 }
 
@@ -131,6 +151,9 @@ func (p *Pair) Served(now time.Time) {
 	} else {
 		p.inRun = false
 		p.runSent++
+		if !p.fitted {
+			p.keepRecent(t)
+		}
 	}
 	if p.win == nil && p.bucket.Load() != nil {
 		p.growLocked(now)

@@ -93,13 +93,16 @@ func TestLimitedWhileHeld(t *testing.T) {
 // TestNatural: window lengths measured from Retry-Afters rounded to whole seconds snap to the
 // lengths sites count over.
 func TestNatural(t *testing.T) {
-	for _, tc := range []struct{ in, want time.Duration }{
-		{61 * time.Second, time.Minute}, {59 * time.Second, time.Minute}, {3601 * time.Second, time.Hour},
-		{10 * time.Second, 10 * time.Second}, {42*time.Second + 300*time.Millisecond, 42 * time.Second},
-		{200 * time.Millisecond, time.Second},
+	for _, tc := range []struct {
+		in, want time.Duration
+		sure     bool
+	}{
+		{61 * time.Second, time.Minute, true}, {59 * time.Second, time.Minute, true}, {3601 * time.Second, time.Hour, true},
+		{10 * time.Second, 10 * time.Second, true}, {42*time.Second + 300*time.Millisecond, 42 * time.Second, false},
+		{200 * time.Millisecond, time.Second, false},
 	} {
-		if got := natural(tc.in); got != tc.want {
-			t.Errorf("natural(%v) = %v, want %v", tc.in, got, tc.want)
+		if got, sure := natural(tc.in); got != tc.want || sure != tc.sure {
+			t.Errorf("natural(%v) = %v, %v; want %v, %v", tc.in, got, sure, tc.want, tc.sure)
 		}
 	}
 }

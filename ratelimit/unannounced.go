@@ -33,7 +33,7 @@ func (p *Pair) Unannounced(now time.Time, prior Window) Window {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t := now.UnixNano()
-	p.tracking = true
+	p.track(t)
 	if p.inRun {
 		return Window{} // the same run: the breaker rests the pair
 	}
@@ -49,10 +49,10 @@ func (p *Pair) Unannounced(now time.Time, prior Window) Window {
 	case p.runAt != 0 && p.runSent > 0:
 		if w, ok := looseNatural(time.Duration(t - p.runAt)); ok {
 			own = Window{N: int(p.runSent), Length: w}
-			p.hold(own, t, true)
+			p.hold(own, t, true, true)
 		}
 	case !prior.IsZero():
-		p.hold(prior, t, true)
+		p.hold(prior, t, true, true) // no Retry-After to fit a window to: nothing to keep successes for
 	}
 	p.runAt, p.runSent, p.learned = t, 0, t
 	return own
@@ -80,6 +80,19 @@ func (p *Pair) noteSuccess(t int64) {
 	}
 	p.inRun = false
 	p.runSent++
+	p.keepRecent(t)
+}
+
+// track starts, under p.mu, the noting of the pair's successes at t, if it has not started.
+func (p *Pair) track(t int64) {
+	if !p.tracking {
+		p.tracking, p.tracked = true, t
+	}
+}
+
+// keepRecent keeps, under p.mu, the instant of a success for seeding a window and for fitting one
+// (fit.go), at most recentCap of them.
+func (p *Pair) keepRecent(t int64) {
 	if len(p.recent) >= recentCap {
 		p.recent = append(p.recent[:0], p.recent[len(p.recent)-recentCap+1:]...)
 	}
