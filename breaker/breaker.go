@@ -523,3 +523,18 @@ func (b *Breaker) State(now time.Time) State {
 	b.mu.Unlock()
 	return st
 }
+
+// Resting reports whether the breaker refuses at now for a transient failure: OPEN (or HALF_OPEN
+// with its probe slots taken) and not parked by a permanent one.
+func (b *Breaker) Resting(now time.Time) bool {
+	if !b.notClosed() {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st, _ := b.view(now.UnixNano())
+	if st == Open {
+		return !b.parked
+	}
+	return st == HalfOpen && !b.probeSlotFree(now.UnixNano())
+}

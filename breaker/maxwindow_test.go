@@ -57,3 +57,34 @@ func TestDecisiveTripsAtOnce(t *testing.T) {
 			got, s.Level, causes, DefaultBaseCooldown, CauseDecisive)
 	}
 }
+
+// TestResting: a breaker rests while OPEN for a transient failure, and while HALF_OPEN with its
+// probe out; not while CLOSED, parked, or HALF_OPEN with a probe slot free.
+func TestResting(t *testing.T) {
+	b, err := New(Settings{FailureThreshold: 1, Jitter: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Resting(t0) {
+		t.Errorf("CLOSED: resting")
+	}
+	failNow(t, b, t0, Failure{Reason: "timeout"})
+	if !b.Resting(t0) {
+		t.Errorf("OPEN on a timeout: not resting")
+	}
+	half := t0.Add(DefaultBaseCooldown)
+	if b.Resting(half) {
+		t.Errorf("HALF_OPEN with its probe slot free: resting")
+	}
+	if _, ok := b.Acquire(half); !ok {
+		t.Fatal("no probe in HALF_OPEN")
+	}
+	if !b.Resting(half) {
+		t.Errorf("HALF_OPEN with its probe out: not resting")
+	}
+	c, _ := New(Settings{FailureThreshold: 1, Jitter: -1}, nil)
+	failNow(t, c, t0, Failure{Permanent: true, Reason: "proxy_refused"})
+	if c.Resting(t0) {
+		t.Errorf("parked: resting")
+	}
+}

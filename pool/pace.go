@@ -18,17 +18,19 @@ import (
 // nothing yet: the origin's limit is usually the same for every IP.
 //
 // Recovery. A pair tripped by a block (a challenge page, a plain 403 judged a ban) is probed on
-// the breaker's backoff ladder, but never less often than once per maxWindow: a tenth of what the
-// origin's earlier bans lasted (from the trip to the probe that closed the pair), at most
-// DefaultMaxCooldown, DefaultRecoveryWindow until a ban has been seen. A ban of 25 minutes is then
-// probed every 2.5 minutes once the ladder reaches that, and a pair is back within a few minutes of
-// the ban's end, with about a dozen probes per ban; an origin whose bans last hours is probed
-// every 15 minutes, not every two. Both are kept with the origin's state, so an origin the idle
-// sweep forgets (no pair and no traffic for the idle TTL) starts learning again. A 429 without
-// Retry-After is no ban: the pair rests at most UnannouncedRest at a time, and its rests are not
-// counted among the origin's bans — an origin that limits its pairs to a few
-// requests a minute would otherwise teach its bans to last a minute, and its banned pairs would be
-// probed every BaseCooldown for hours.
+// the breaker's backoff ladder, but never less often than once per the larger of maxWindow — a
+// tenth of what the origin's earlier bans lasted (from the trip to the probe that closed the
+// pair), at most DefaultMaxCooldown, DefaultRecoveryWindow until a ban has been seen — and an
+// eighth of how long this ban has lasted (restCap). A ban of 25 minutes is then probed every 2.5
+// minutes once the ladder reaches that, and a pair is back within a few minutes of the ban's end,
+// with about a dozen probes per ban; a ban that has lasted an hour is probed every 7.5 minutes,
+// whatever the origin's recent short ones say. Both are kept with the origin's state, so an origin
+// the idle sweep forgets (no pair and no traffic for the idle TTL) starts learning again. A pair
+// out for a ban keeps that cadence whatever its probes meet, and its probe passes its exit's rest
+// (passesRest). A 429 without Retry-After is no ban: the pair rests at most UnannouncedRest at a
+// time, and its rests are not counted among the origin's bans — an origin that limits its pairs to
+// a few requests a minute would otherwise teach its bans to last a minute, and its banned pairs
+// would be probed every BaseCooldown for hours.
 
 // DefaultRecoveryWindow is the longest wait between probes of a banned pair while its origin's
 // bans have not been measured yet.
@@ -94,20 +96,40 @@ func (r *recoveryStats) maxWindow() time.Duration {
 	return min(t/recoveryShare, breaker.DefaultMaxCooldown)
 }
 
-// restCap returns the longest OPEN window v may trip its pair for, 0 for no cap of the pool's: a
-// block's is a tenth of the origin's typical ban, a 429 without Retry-After's UnannouncedRest.
-func (o *originState) restCap(v Verdict) time.Duration {
+// restCap returns the longest OPEN window v may trip t's pair for, 0 for no cap of the pool's. A
+// 429 without Retry-After rests at most UnannouncedRest. A pair out for a ban — a block, or any
+// failure of a pair whose ban episode is running (a probe through a flaky exit that timed out: the
+// next probe must still come while the ban may be over) — is probed at least once per the larger
+// of a tenth of the origin's typical ban and an eighth of how long this ban has lasted: bans are
+// heavy-tailed, and one that has lasted an hour is likely to last a while yet, whatever the
+// origin's recent short ones say (an origin whose last bans lasted minutes had its hour-long ones
+// probed every 20 s, 270 probes each).
+func restCap(now time.Time, t *ticket, v Verdict) time.Duration {
+	var at uint32
+	if t.pair != nil {
+		at = t.pair.episode.Load()
+	}
 	switch {
-	case v.Class == ClassBlocked:
-		return o.learn.maxWindow()
 	case v.Class == ClassRateLimited && v.RetryAfter <= 0:
 		return UnannouncedRest
+	case v.Class != ClassBlocked && at == 0:
+		return 0
 	}
-	return 0
+	c := t.origin.learn.maxWindow()
+	if at != 0 {
+		if age := time.Duration(episodeClock(now)-at) * episodeTick; age > 0 {
+			c = max(c, min(age/banAgeShare, breaker.DefaultMaxCooldown))
+		}
+	}
+	return c
 }
 
+// banAgeShare: a ban is probed at least every banAgeShare-th of its age (restCap).
+const banAgeShare = 8
+
 // noteEpisode follows the pair's ban episodes through its transitions: one begins when the pair
-// trips from CLOSED for a block and ends when a probe closes it; its length goes to the origin's
+// trips from CLOSED for a block, or when a probe of a pair resting for other trouble meets one, and
+// ends when a probe closes it; its length goes to the origin's
 // recovery stats.
 func (pr *pair) noteEpisode(t breaker.Transition) {
 	switch {
@@ -117,6 +139,10 @@ func (pr *pair) noteEpisode(t breaker.Transition) {
 			at = episodeClock(t.At)
 		}
 		pr.episode.Store(at)
+	case t.To == breaker.Open && t.Reason == string(ClassBlocked):
+		// A pair out for other trouble (its exit's timeouts) whose probe meets a block: the ban
+		// began while it rested, and from now on it is probed as a banned pair.
+		pr.episode.CompareAndSwap(0, episodeClock(t.At))
 	case t.To == breaker.Closed:
 		if at := pr.episode.Swap(0); at != 0 && t.From == breaker.HalfOpen {
 			pr.origin.learn.record(time.Duration(episodeClock(t.At)-at) * episodeTick)

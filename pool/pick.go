@@ -254,13 +254,18 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32, 
 	if !p.exitOpen.get(id) {
 		t.exitEpoch, ok = p.exitEpoch.Load(), true // never 0 (nextExitEpoch)
 	}
+	banProbe := false // the pair's probe passes its exit's rest (passesRest)
 	if !ok {
 		t.exitState = es.wide.State(now)
 		if t.exitPm, ok = es.wide.AcquireLease(now, lease); !ok {
-			if !p.dryRun {
+			switch pr := o.lookupPair(id); {
+			case pr != nil && passesRest(now, es, pr):
+				banProbe = true
+			case !p.dryRun:
 				return false
+			default:
+				t.would = true
 			}
-			t.would = true
 		}
 	}
 	var pr *pair
@@ -292,6 +297,10 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32, 
 			t.would = true
 		}
 	}
+	if banProbe && !t.pairPm.Probe() {
+		t.pairPm.Release(now) // another request's probe took the slot: no probe, no passing
+		return false
+	}
 	if p.claimer != nil && !p.claimProbes(now, o, es, t, lease) {
 		t.pairPm.Release(now)
 		t.exitPm.Release(now)
@@ -299,6 +308,16 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32, 
 	}
 	p.inflight.add(id, 1)
 	return true
+}
+
+// passesRest reports whether pair pr, out for a ban, may send its probe now through exit es
+// although the exit's own breaker is resting on transient trouble (timeouts, dropped
+// connections; never a park): the probe says whether the ban is over, which the pair could not
+// learn otherwise until the exit's breaker closes — on an exit that keeps tripping on its own
+// timeouts, maybe never in a run. The exit's breaker hears nothing of the probe (the attempt holds
+// no permit of it), and the pair is probed on its ban's cadence whatever the probe meets.
+func passesRest(now time.Time, es *exitState, pr *pair) bool {
+	return pr.episode.Load() != 0 && es.wide.Resting(now)
 }
 
 // exitPermit returns the exit's permit for t's verdict. An attempt admitted while the exit's bit

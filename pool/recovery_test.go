@@ -16,8 +16,9 @@ import (
 var blockedVerdict = pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked}
 
 // TestBanProbesLearnTheOriginsBans: a pair banned by an origin is probed on the ladder but never
-// less often than every DefaultRecoveryWindow while the origin's bans are unmeasured; once one ban
-// has been seen to last L, the probes of the next one are at most L/10 apart.
+// less often than every DefaultRecoveryWindow while the origin's bans are unmeasured, or an eighth
+// of the ban's age once that is longer; once one ban has been seen to last L, the probes of the
+// next one are at most L/10 apart (while it is young).
 func TestBanProbesLearnTheOriginsBans(t *testing.T) {
 	clk := clock.NewFake(leaseT0)
 	p, err := pool.New(
@@ -29,16 +30,25 @@ func TestBanProbesLearnTheOriginsBans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// ban keeps the pair banned until end, probing whenever the pool lets it, and returns the
-	// longest wait between probes.
-	ban := func(end time.Time) time.Duration {
+	// ban keeps the pair banned until end, probing whenever the pool lets it, checks that no wait
+	// between probes is longer than the larger of limit and an eighth of the ban's age, and
+	// returns the longest wait while the ban was younger than young.
+	ban := func(end time.Time, limit, young time.Duration) time.Duration {
+		t.Helper()
 		var longest time.Duration
+		start := clk.Now()
 		l := mustPick(t, p, "shop")
 		l.Report(blockedVerdict)
 		for {
 			ps, _ := pairOf(t, p, "shop")
 			wait := ps.Breaker.NextProbe.Sub(clk.Now())
-			longest = max(longest, wait)
+			age := clk.Now().Sub(start)
+			if bound := max(limit, age/8) + time.Second; wait > bound {
+				t.Errorf("at %v into the ban: next probe in %v, want at most %v", age, wait, bound)
+			}
+			if age < young {
+				longest = max(longest, wait)
+			}
 			clk.Advance(wait)
 			l := mustPick(t, p, "shop") // the probe
 			if !clk.Now().Before(end) {
@@ -49,12 +59,13 @@ func TestBanProbesLearnTheOriginsBans(t *testing.T) {
 		}
 	}
 	start := clk.Now()
-	if got := ban(start.Add(40 * time.Minute)); got != pool.DefaultRecoveryWindow {
+	if got := ban(start.Add(40*time.Minute), pool.DefaultRecoveryWindow, 16*time.Minute); got != pool.DefaultRecoveryWindow {
 		t.Errorf("first ban: longest wait between probes %v, want DefaultRecoveryWindow %v", got, pool.DefaultRecoveryWindow)
 	}
 	first := clk.Now().Sub(start)
 	clk.Advance(time.Minute) // within the idle TTL: an origin idle for longer is forgotten, stats and all
-	if got, want := ban(clk.Now().Add(20*time.Minute)), first/10; got != want {
+	// The origin's typical ban is kept to the second.
+	if got, want := ban(clk.Now().Add(20*time.Minute), first/10, 20*time.Minute), first/10; got < want-time.Second/10 || got > want+time.Second/10 {
 		t.Errorf("second ban, after one of %v: longest wait %v, want %v", first, got, want)
 	}
 }
@@ -186,7 +197,85 @@ func TestUnannouncedRateLimitIsNoBan(t *testing.T) {
 	if got := rest(limited, clk.Now().Add(2*time.Minute)); got != pool.UnannouncedRest {
 		t.Errorf("429 without Retry-After: longest wait between tries %v, want UnannouncedRest %v", got, pool.UnannouncedRest)
 	}
-	if got := rest(blockedVerdict, clk.Now().Add(20*time.Minute)); got != pool.DefaultRecoveryWindow {
+	if got := rest(blockedVerdict, clk.Now().Add(12*time.Minute)); got != pool.DefaultRecoveryWindow {
 		t.Errorf("a ban after rate-limit rests: longest wait between probes %v, want DefaultRecoveryWindow %v", got, pool.DefaultRecoveryWindow)
+	}
+}
+
+// TestBanProbePassesAnExitsRest: a banned pair's probe goes out through its exit while the exit's
+// own breaker rests on timeouts (a flaky exit), and the exit hears nothing of it; other requests
+// still wait for the exit. A parked exit (its proxy refused the connection) passes nothing. A pair
+// resting on timeouts whose probe meets a block is then probed as a banned pair: on the ban's
+// cadence whatever its probes meet.
+func TestBanProbePassesAnExitsRest(t *testing.T) {
+	clk := clock.NewFake(leaseT0)
+	p, err := pool.New(
+		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("x")),
+		pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
+		pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}),
+		pool.WithExitSettings(breaker.Settings{FailureThreshold: 1, BaseCooldown: 10 * time.Minute, Jitter: -1}),
+		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
+	l := mustPick(t, p, "shop")
+	l.Report(blockedVerdict) // the ban: the pair opens, the exit does not
+	l = mustPick(t, p, "news")
+	l.Report(flaky) // the exit's own trouble: it rests 10 min
+	if s := exitStatus(t, p, "x").Breaker.State; s != breaker.Open {
+		t.Fatalf("exit after a connection-level timeout = %v, want open", s)
+	}
+	ps, _ := pairOf(t, p, "shop")
+	clk.Set(ps.Breaker.NextProbe)
+	l = mustPick(t, p, "shop") // the pair's probe, through the resting exit
+	if rep := l.Report(okVerdict); rep.PairState != breaker.Closed || rep.ExitState != breaker.Open {
+		t.Errorf("ban probe through a resting exit: pair %v, exit %v; want closed, open (the exit heard nothing)", rep.PairState, rep.ExitState)
+	}
+	if _, err := p.Pick(context.Background(), pool.Request{Origin: "news"}); err == nil {
+		t.Errorf("a request for another origin went through the resting exit")
+	}
+
+	// A pair resting on timeouts meets a block at its probe: from then on it is banned.
+	clk.Advance(11 * time.Minute) // the exit's rest is over
+	for range 6 {                 // the pair climbs its ladder on timeouts: 20 s, 40 s, … 10m40s
+		l := mustPick(t, p, "shop")
+		l.Report(timeoutVerdict)
+		ps, _ := pairOf(t, p, "shop")
+		clk.Set(ps.Breaker.NextProbe)
+	}
+	l = mustPick(t, p, "shop")
+	l.Report(blockedVerdict)
+	ps, _ = pairOf(t, p, "shop")
+	if wait := ps.Breaker.NextProbe.Sub(clk.Now()); wait > pool.DefaultRecoveryWindow {
+		t.Errorf("a probe of a pair resting on timeouts met a block: next probe in %v, want at most DefaultRecoveryWindow %v", wait, pool.DefaultRecoveryWindow)
+	}
+	clk.Set(ps.Breaker.NextProbe)
+	l = mustPick(t, p, "shop")
+	l.Report(timeoutVerdict) // the banned pair's probe times out
+	ps, _ = pairOf(t, p, "shop")
+	if wait := ps.Breaker.NextProbe.Sub(clk.Now()); wait > pool.DefaultRecoveryWindow {
+		t.Errorf("a banned pair's probe timed out: next probe in %v, want the ban's cadence, at most %v", wait, pool.DefaultRecoveryWindow)
+	}
+
+	// A parked exit passes nothing.
+	q, err := pool.New(
+		pool.WithExits(pool.MustParseExit("10.0.0.2:3128").WithLabel("y")),
+		pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
+		pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}),
+		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = mustPick(t, q, "shop")
+	l.Report(blockedVerdict)
+	l = mustPick(t, q, "news")
+	l.Report(pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyRefused})
+	ps, _ = pairOf(t, q, "shop")
+	clk.Set(ps.Breaker.NextProbe)
+	if _, err := q.Pick(context.Background(), pool.Request{Origin: "shop"}); err == nil {
+		t.Errorf("a ban probe went through a parked exit")
 	}
 }

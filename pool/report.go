@@ -28,7 +28,7 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter
 		RetryAfter: v.RetryAfter,
 		Reason:     string(v.Class),
 	}
-	f.MaxWindow = t.origin.restCap(v)
+	f.MaxWindow = restCap(now, t, v)
 	// A block, or without configured limits a 429 without Retry-After, trips the pair at once: the
 	// next attempt would meet the same answer. Configured limits answer such a 429 by cutting the
 	// pair's pace (ratelimit.Pair.Limited), and it counts towards the threshold as before.

@@ -72,6 +72,9 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 	}
 	if pr := o.lookupPair(id); pr != nil {
 		pok, pat := pr.b.Ready(now)
+		if !ok && pok && passesRest(now, g.exits[i], pr) {
+			return true, time.Time{}
+		}
 		if !ok && !pok && pat.After(at) {
 			at = pat // usable only once both breakers are: report the later instant
 		} else if ok && !pok {
