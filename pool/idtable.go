@@ -29,10 +29,9 @@ type bitTable struct {
 	// n is how many entries of dir readers may look at; dir is published before n grows, so a
 	// reader that loads n and then dir has a directory at least n long. Entries below the
 	// directory's capacity are set in place; past it, the directory is copied into a longer one.
-	n       atomic.Uint32
-	dir     atomic.Pointer[atomic.Pointer[bitChunk]]
-	cap     int  // the directory's capacity; guarded by mu
-	inArena bool // the directory is from dirArena; guarded by mu
+	n   atomic.Uint32
+	cap uint32 // the directory's capacity; guarded by mu
+	dir atomic.Pointer[atomic.Pointer[bitChunk]]
 }
 
 type bitChunk = [chunkSize / 64]atomic.Uint64
@@ -94,18 +93,23 @@ func (t *bitTable) chunk(id uint32, create bool) *bitChunk {
 			return c
 		}
 	}
-	dense := false // the table has a chunk already: a dense table, read at every pick
+	// Chunks are never freed: with one chunk the directory is still the first chunk's own, and
+	// the second moves it to dirArena; with more it is there already.
+	have := 0
 	for i := range dir {
-		dense = dense || dir[i].Load() != nil
+		if dir[i].Load() != nil {
+			have++
+		}
 	}
-	if grow := ci >= t.cap; grow || (dense && !t.inArena) {
-		size := max(ci+1, t.cap)
-		if grow && t.inArena {
-			size = max(size, 2*t.cap)
+	dense := have > 0 // a second chunk: a dense table, read at every pick
+	if grow := ci >= int(t.cap); grow || have == 1 {
+		size := max(ci+1, int(t.cap))
+		if grow && have > 1 {
+			size = max(size, 2*int(t.cap))
 		}
 		var grown []atomic.Pointer[bitChunk]
 		if dense {
-			grown, t.inArena = dirArena.dir(size), true
+			grown = dirArena.dir(size)
 		} else {
 			grown = make([]atomic.Pointer[bitChunk], size) // the first chunk's: a table of a few ids
 		}
@@ -113,7 +117,7 @@ func (t *bitTable) chunk(id uint32, create bool) *bitChunk {
 			grown[i].Store(dir[i].Load())
 		}
 		t.dir.Store(&grown[0])
-		t.cap = len(grown)
+		t.cap = uint32(len(grown))
 	}
 	var c *bitChunk
 	if dense {
