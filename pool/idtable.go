@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -23,16 +24,23 @@ const (
 // A reader reaches a chunk in two loads: the table holds its directory's first entry and length
 // (no slice header between), and the directory of a table past its first chunk lies with the
 // other dense tables' in dirArena, not among the pairs. At 100,000 exits × 1,000 origins each
-// load on the way from an origin to a pair bit missed the cache and the TLB, one after the other.
+// load on the way from an origin to a pair bit missed the cache (most likely the TLB too), one
+// after the other.
 type bitTable struct {
-	mu sync.Mutex // serialises chunk allocation
 	// n is how many entries of dir readers may look at; dir is published before n grows, so a
-	// reader that loads n and then dir has a directory at least n long. Entries below the
-	// directory's capacity are set in place; past it, the directory is copied into a longer one.
+	// reader that loads n and then dir has a directory at least n long. A directory holds
+	// dirCap(n) entries: below that, entries are set in place; past it, the directory is copied
+	// into a longer one. Writers hold bitTablesMu.
 	n   atomic.Uint32
-	cap uint32 // the directory's capacity; guarded by mu
 	dir atomic.Pointer[atomic.Pointer[bitChunk]]
 }
+
+// bitTablesMu serialises chunk allocation in every bit table: it happens once per chunk of a
+// table's life, and a lock of its own would make each of an origin's tables 8 bytes larger.
+var bitTablesMu sync.Mutex
+
+// dirCap is the capacity of a directory of n entries: n rounded up to a power of two.
+func dirCap(n int) int { return 1 << bits.Len(uint(n-1)) }
 
 type bitChunk = [chunkSize / 64]atomic.Uint64
 
@@ -85,8 +93,8 @@ func (t *bitTable) chunk(id uint32, create bool) *bitChunk {
 	if !create {
 		return nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	bitTablesMu.Lock()
+	defer bitTablesMu.Unlock()
 	dir := t.chunks()
 	if ci < len(dir) {
 		if c := dir[ci].Load(); c != nil {
@@ -102,22 +110,18 @@ func (t *bitTable) chunk(id uint32, create bool) *bitChunk {
 		}
 	}
 	dense := have > 0 // a second chunk: a dense table, read at every pick
-	if grow := ci >= int(t.cap); grow || have == 1 {
-		size := max(ci+1, int(t.cap))
-		if grow && have > 1 {
-			size = max(size, 2*int(t.cap))
-		}
+	n := max(ci+1, len(dir))
+	if len(dir) == 0 || ci >= dirCap(len(dir)) || have == 1 {
 		var grown []atomic.Pointer[bitChunk]
 		if dense {
-			grown = dirArena.dir(size)
+			grown = dirArena.dir(dirCap(n))
 		} else {
-			grown = make([]atomic.Pointer[bitChunk], size) // the first chunk's: a table of a few ids
+			grown = make([]atomic.Pointer[bitChunk], dirCap(n)) // the first chunk's: a table of a few ids
 		}
 		for i := range dir {
 			grown[i].Store(dir[i].Load())
 		}
 		t.dir.Store(&grown[0])
-		t.cap = uint32(len(grown))
 	}
 	var c *bitChunk
 	if dense {
@@ -125,7 +129,7 @@ func (t *bitTable) chunk(id uint32, create bool) *bitChunk {
 	} else {
 		c = new(bitChunk)
 	}
-	unsafe.Slice(t.dir.Load(), t.cap)[ci].Store(c)
+	unsafe.Slice(t.dir.Load(), dirCap(n))[ci].Store(c)
 	if ci >= len(dir) {
 		t.n.Store(uint32(ci + 1)) // after the entry and the directory: readers load n first
 	}
