@@ -1,9 +1,10 @@
 package pool
 
 import (
-	"slices"
+	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Exits are numbered by id, densely, in the order they were added. The tables below keep one
@@ -19,17 +20,45 @@ const (
 
 // bitTable is one bit per exit id, all clear until set. Chunks are allocated on the first set bit
 // in them, so a table that marks a few ids among 100,000 costs a few hundred bytes.
+//
+// A reader reaches a chunk in two loads: the table holds its directory's first entry and length
+// (no slice header between), and the directory of a table past its first chunk lies with the
+// other dense tables' in dirArena, not among the pairs. At 100,000 exits × 1,000 origins each
+// load on the way from an origin to a pair bit missed the cache (most likely the TLB too), one
+// after the other.
 type bitTable struct {
-	mu  sync.Mutex // serialises chunk allocation
-	dir atomic.Pointer[[]*[chunkSize / 64]atomic.Uint64]
+	// n is how many entries of dir readers may look at; dir is published before n grows, so a
+	// reader that loads n and then dir has a directory at least n long. A directory holds
+	// dirCap(n) entries: below that, entries are set in place; past it, the directory is copied
+	// into a longer one. Writers hold bitTablesMu.
+	n   atomic.Uint32
+	dir atomic.Pointer[atomic.Pointer[bitChunk]]
+}
+
+// bitTablesMu serialises chunk allocation in every bit table: it happens once per chunk of a
+// table's life, and a lock of its own would make each of an origin's tables 8 bytes larger.
+var bitTablesMu sync.Mutex
+
+// dirCap is the capacity of a directory of n entries: n rounded up to a power of two.
+func dirCap(n int) int { return 1 << bits.Len(uint(n-1)) }
+
+type bitChunk = [chunkSize / 64]atomic.Uint64
+
+// chunks returns the table's directory.
+func (t *bitTable) chunks() []atomic.Pointer[bitChunk] {
+	n := t.n.Load()
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice(t.dir.Load(), n)
 }
 
 func (t *bitTable) get(id uint32) bool {
-	dir := t.dir.Load()
-	if dir == nil || int(id>>chunkShift) >= len(*dir) {
+	dir := t.chunks()
+	if int(id>>chunkShift) >= len(dir) {
 		return false
 	}
-	c := (*dir)[id>>chunkShift]
+	c := dir[id>>chunkShift].Load()
 	if c == nil {
 		return false
 	}
@@ -54,32 +83,78 @@ func (t *bitTable) set(id uint32, v bool) {
 }
 
 // chunk returns the chunk holding id, allocating it (and the directory) if create.
-func (t *bitTable) chunk(id uint32, create bool) *[chunkSize / 64]atomic.Uint64 {
+func (t *bitTable) chunk(id uint32, create bool) *bitChunk {
 	ci := int(id >> chunkShift)
-	if dir := t.dir.Load(); dir != nil && ci < len(*dir) && (*dir)[ci] != nil {
-		return (*dir)[ci]
+	if dir := t.chunks(); ci < len(dir) {
+		if c := dir[ci].Load(); c != nil {
+			return c
+		}
 	}
 	if !create {
 		return nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var dir []*[chunkSize / 64]atomic.Uint64
-	if d := t.dir.Load(); d != nil {
-		dir = *d
+	bitTablesMu.Lock()
+	defer bitTablesMu.Unlock()
+	dir := t.chunks()
+	if ci < len(dir) {
+		if c := dir[ci].Load(); c != nil {
+			return c
+		}
 	}
-	if ci < len(dir) && dir[ci] != nil {
-		return dir[ci]
+	// Chunks are never freed: with one chunk the directory is still the first chunk's own, and
+	// the second moves it to dirArena; with more it is there already.
+	have := 0
+	for i := range dir {
+		if dir[i].Load() != nil {
+			have++
+		}
 	}
-	grown := make([]*[chunkSize / 64]atomic.Uint64, max(len(dir), ci+1))
-	copy(grown, dir)
-	if slices.ContainsFunc(dir, func(c *[chunkSize / 64]atomic.Uint64) bool { return c != nil }) {
-		grown[ci] = bitArena.chunk() // a second chunk: a dense table, read at every pick (bitArena)
+	dense := have > 0 // a second chunk: a dense table, read at every pick
+	n := max(ci+1, len(dir))
+	if len(dir) == 0 || ci >= dirCap(len(dir)) || have == 1 {
+		var grown []atomic.Pointer[bitChunk]
+		if dense {
+			grown = dirArena.dir(dirCap(n))
+		} else {
+			grown = make([]atomic.Pointer[bitChunk], dirCap(n)) // the first chunk's: a table of a few ids
+		}
+		for i := range dir {
+			grown[i].Store(dir[i].Load())
+		}
+		t.dir.Store(&grown[0])
+	}
+	var c *bitChunk
+	if dense {
+		c = bitArena.chunk()
 	} else {
-		grown[ci] = new([chunkSize / 64]atomic.Uint64)
+		c = new(bitChunk)
 	}
-	t.dir.Store(&grown)
-	return grown[ci]
+	unsafe.Slice(t.dir.Load(), dirCap(n))[ci].Store(c)
+	if ci >= len(dir) {
+		t.n.Store(uint32(ci + 1)) // after the entry and the directory: readers load n first
+	}
+	return c
+}
+
+// dirArena hands out the directories of bit tables past their first chunk, as bitArena does
+// their chunks, so that the directories read at every pick lie together in a few pages.
+var dirArena dirBlocks
+
+// dirBlocks is a bump allocator of directories, in blocks of 4,096 entries (32 KB).
+type dirBlocks struct {
+	mu    sync.Mutex
+	block []atomic.Pointer[bitChunk]
+}
+
+func (a *dirBlocks) dir(n int) []atomic.Pointer[bitChunk] {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.block) < n {
+		a.block = make([]atomic.Pointer[bitChunk], max(n, 4096))
+	}
+	d := a.block[:n:n]
+	a.block = a.block[n:]
+	return d
 }
 
 // bitArena hands out the chunks of bit tables that grow past their first chunk — the pair bits
@@ -96,16 +171,16 @@ var bitArena chunkArena
 // to 4,096 (2 MB).
 type chunkArena struct {
 	mu    sync.Mutex
-	block [][chunkSize / 64]atomic.Uint64
+	block []bitChunk
 	size  int
 }
 
-func (a *chunkArena) chunk() *[chunkSize / 64]atomic.Uint64 {
+func (a *chunkArena) chunk() *bitChunk {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.block) == 0 {
 		a.size = min(max(2*a.size, 64), 4096)
-		a.block = make([][chunkSize / 64]atomic.Uint64, a.size)
+		a.block = make([]bitChunk, a.size)
 	}
 	c := &a.block[0]
 	a.block = a.block[1:]

@@ -23,3 +23,30 @@ func TestBitTableChunksAcrossTheArena(t *testing.T) {
 		t.Fatal("clearing one bit moved another")
 	}
 }
+
+// TestBitTableDirectoryGrowsAndMoves sets bits in chunks in an order that makes the directory grow
+// in place, move to dirArena and grow there, and checks every bit set so far after each step.
+func TestBitTableDirectoryGrowsAndMoves(t *testing.T) {
+	var tb bitTable
+	order := []uint32{12, 3, 12, 40, 0, 24, 100, 41} // chunk indices; 12 again: a second bit
+	var set []uint32
+	for step, c := range order {
+		id := c*chunkSize + uint32(step)
+		tb.set(id, true)
+		set = append(set, id)
+		for _, want := range set {
+			if !tb.get(want) {
+				t.Fatalf("step %d: get(%d) = false after set, want true", step, want)
+			}
+		}
+		if tb.get(id+1) || tb.get(c*chunkSize+chunkSize-1) || tb.get(200*chunkSize) {
+			t.Fatalf("step %d: a bit never set reads true", step)
+		}
+	}
+	for _, id := range set {
+		tb.set(id, false)
+		if tb.get(id) {
+			t.Fatalf("get(%d) = true after clearing", id)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func (p *Pool) ready(now time.Time, o *originState, g *tierGroup, i int, avoid *
 // answered from two bit tables without touching the exit or the pair; only exits with a breaker
 // out of CLOSED are looked at closely.
 func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int, avoid *Retries) (bool, time.Time) {
-	id := g.ids[i]
+	id := g.id(i)
 	if avoid != nil && avoid.Avoids(g.exits[i].exit) {
 		return false, time.Time{}
 	}
@@ -92,8 +92,8 @@ func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (
 			return false, at, ScopeExit
 		}
 	}
-	if o.limited.get(g.ids[i]) {
-		if ok, at := o.pacer(g.ids[i]).Bucket().Ready(now); !ok {
+	if o.limited.get(g.id(i)) {
+		if ok, at := o.pacer(g.id(i)).Bucket().Ready(now); !ok {
 			return false, at, ScopePair
 		}
 	}
@@ -134,43 +134,54 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retrie
 				continue
 			}
 			if ok, _, _ := p.tokensReady(now, o, g, i); ok {
-				return g.exits[i], g.ids[i]
+				return g.exits[i], g.id(i)
 			}
 		}
 		return nil, 0
 	}
-	first := -1
+	var first candidate
+	have := false
 	for k := 0; k < sampleTries; k += 2 {
-		// Two candidates at a time, their pair bits loaded before either is judged: in a pool of
-		// many exits and origins each load misses the cache, and the two misses then overlap.
-		cand := [2]int{p.draw(g), p.draw(g)}
-		o.open.touch(g.ids[cand[0]], g.ids[cand[1]])
-		for _, i := range cand {
-			if ok, _ := p.breakersReady(now, o, g, i, avoid); !ok {
+		// Two candidates at a time, their pair bits and their exits loaded before either is
+		// judged: in a pool of many exits and origins each of these loads misses the cache, and
+		// the misses then overlap. (The winner's exit, loaded only once it had won, was a miss of
+		// its own, which the atomic counting it in flight then waited for.)
+		i, j := p.draw(g), p.draw(g)
+		cand := [2]candidate{{i, g.id(i), g.exits[i]}, {j, g.id(j), g.exits[j]}}
+		o.open.touch(cand[0].id, cand[1].id)
+		for _, c := range cand {
+			if ok, _ := p.breakersReady(now, o, g, c.i, avoid); !ok {
 				continue
 			}
-			if first < 0 {
-				first = i
+			if !have {
+				first, have = c, true
 				continue
 			}
-			a, b := first, i
-			if p.inflight.get(g.ids[b]) < p.inflight.get(g.ids[a]) {
+			a, b := first, c
+			if p.inflight.get(b.id) < p.inflight.get(a.id) {
 				a, b = b, a
 			}
-			for _, j := range [2]int{a, b} {
-				if ok, _, _ := p.tokensReady(now, o, g, j); ok {
-					return g.exits[j], g.ids[j]
+			for _, x := range [2]candidate{a, b} {
+				if ok, _, _ := p.tokensReady(now, o, g, x.i); ok {
+					return x.es, x.id
 				}
 			}
-			first = -1
+			have = false
 		}
 	}
-	if first >= 0 {
-		if ok, _, _ := p.tokensReady(now, o, g, first); ok {
-			return g.exits[first], g.ids[first]
+	if have {
+		if ok, _, _ := p.tokensReady(now, o, g, first.i); ok {
+			return first.es, first.id
 		}
 	}
 	return nil, 0
+}
+
+// candidate is one draw of sample: the exit's index in its group, its id and its state.
+type candidate struct {
+	i  int
+	id uint32
+	es *exitState
 }
 
 // scan visits every exit of g from a random start and picks a ready one at random (by weight)
@@ -192,7 +203,7 @@ func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *Retries,
 			w := g.exits[i].exit.weight
 			total += w
 			if float64(p.rand()>>11)/(1<<53)*total < w {
-				c.exit, c.id = g.exits[i], g.ids[i]
+				c.exit, c.id = g.exits[i], g.id(i)
 			}
 		case at.IsZero():
 		case scope != scopeNone:
