@@ -84,7 +84,7 @@ func writeMeasures(p func(string, ...any), rounds int) {
 		log.Fatal(err)
 	}
 	p("## Overhead: loopback round trips through a local forward proxy\n\n")
-	p("One origin and one plain-HTTP forward proxy on 127.0.0.1, the same for every variant; each variant in turn, %d rounds, medians; ratios to bare from the same run.\n\n", rounds)
+	p("One origin and one plain-HTTP forward proxy on 127.0.0.1, the same for every variant; each variant in turn, %d rounds, medians of the times and the fewest allocations of the rounds (the process's background allocations only add to a request's); ratios to bare from the same run.\n\n", rounds)
 	p("| variant | serial | ratio | `RunParallel` | ratio | allocs/op (serial) | B/op |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		p("| %s | %.1f µs | %.2f | %.1f µs | %.2f | %d | %d |\n", r.Name, r.Serial.NsPerOp/1e3, r.Serial.NsPerOp/rows[0].Serial.NsPerOp,
