@@ -136,9 +136,8 @@ func (bp *browserPool) setUp() {
 	// opens the pair for its 30 s.
 	bp.report("bob", "shop.example", pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited})
 	bp.report("bob", "shop.example", pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited, RetryAfter: 30 * time.Second})
-	for range 3 {
-		bp.report("erin", "search.example", pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked})
-	}
+	// A block trips its pair at once (breaker.Failure.Decisive).
+	bp.report("erin", "search.example", pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked})
 	for _, name := range []string{"carol", "dave"} {
 		bp.report(name, "news.example", pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true})
 	}
