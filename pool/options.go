@@ -19,11 +19,17 @@ const (
 
 // DefaultExitSettings govern each exit's own breaker: parked by exit-scoped permanent failures
 // (407, gateway refused, proxy DNS), and tripped by connection-level trouble (timeouts, resets)
-// across all origins: 5 such failures in a minute trip it while the exit has carried fewer than 10
-// attempts in that minute; from 10 attempts on, they must also make up half of them.
+// across all origins: 5 such failures in a minute, however busy the exit. A transient trip rests
+// the exit at most ExitRest, whatever its level (a park keeps its ParkFor).
 // It returns a fresh value each time: change your copy and pass it to WithExitSettings.
+//
+// Until 2026-12-02 the default also asked, once the exit had carried 10 attempts in the minute,
+// that the failures make up half of them (FailureRatio 0.5, MinVolume 10), and let a trip climb
+// the ladder to a quarter of an hour: a busy exit that times out three attempts in ten never
+// tripped while busy, and once idle rested long enough that its pairs missed the end of their
+// bans (docs/decisions.md).
 func DefaultExitSettings() breaker.Settings {
-	return breaker.Settings{FailureThreshold: 5, FailureRatio: 0.5, MinVolume: 10}
+	return breaker.Settings{FailureThreshold: 5}
 }
 
 // Selection is how the pool chooses among ready exits.

@@ -25,6 +25,9 @@ type Pool struct {
 	// override is layered over them before defaults are filled in, so that a derived default
 	// (MaxCooldown from BaseCooldown, ParkFor from MaxCooldown) follows the override.
 	pairRaw, exitRaw breaker.Settings
+	// exitRest caps the rests of exit breakers after transient trips (ExitRest), 0 when
+	// WithExitSettings set a MaxCooldown of its own.
+	exitRest time.Duration
 	// rules are the WithOriginSettings patterns, most specific first (origins.go).
 	rules     []*originRule
 	obs       observers
@@ -105,6 +108,9 @@ func New(opts ...Option) (*Pool, error) {
 	}
 	p.exitEpoch.Store(1) // a ticket's exitEpoch 0 says "not admitted lazily"
 	p.pairRaw, p.exitRaw = c.pair, c.exit
+	if c.exit.MaxCooldown == 0 {
+		p.exitRest = ExitRest // an exit ladder of the user's own is left alone
+	}
 	if err := p.resolveRules(c); err != nil {
 		return nil, err
 	}

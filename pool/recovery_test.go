@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -277,5 +278,81 @@ func TestBanProbePassesAnExitsRest(t *testing.T) {
 	clk.Set(ps.Breaker.NextProbe)
 	if _, err := q.Pick(context.Background(), pool.Request{Origin: "shop"}); err == nil {
 		t.Errorf("a ban probe went through a parked exit")
+	}
+}
+
+// TestExitRestsAtMostExitRest: an exit tripped again and again by connection-level failures rests
+// at most ExitRest each time, however high its level climbs; a park (a 407) keeps its ParkFor.
+func TestExitRestsAtMostExitRest(t *testing.T) {
+	clk := clock.NewFake(leaseT0)
+	p, err := pool.New(
+		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("x"), pool.MustParseExit("10.0.0.2:3128").WithLabel("y")),
+		pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
+		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
+	pick := func(exit, origin string) pool.Lease {
+		t.Helper()
+		l, err := p.Pick(context.Background(), pool.Request{Origin: origin, Exit: exit})
+		if err != nil {
+			t.Fatalf("Pick(%s via %s): %v", origin, exit, err)
+		}
+		return l
+	}
+	for i := range 5 { // five failures on five origins: the exit trips, no pair does
+		l := pick("x", fmt.Sprintf("o%d.example", i))
+		l.Report(flaky)
+	}
+	for trip := range 6 {
+		if trip > 0 { // its probe fails: it trips one level up
+			l := pick("x", "probe.example")
+			l.Report(flaky)
+		}
+		s := exitStatus(t, p, "x").Breaker
+		if s.State != breaker.Open {
+			t.Fatalf("trip %d: exit %v, want open", trip, s.State)
+		}
+		if wait := s.NextProbe.Sub(clk.Now()); wait > pool.ExitRest*5/4 {
+			t.Errorf("trip %d (level %d): exit rests %v, want at most ExitRest %v and jitter", trip, s.Level, wait, pool.ExitRest)
+		}
+		clk.Set(s.NextProbe)
+	}
+	l := pick("y", "shop.example")
+	l.Report(pool.Verdict{Outcome: pool.Permanent, Scope: pool.ScopeExit, Class: pool.ClassProxyAuth})
+	if s := exitStatus(t, p, "y").Breaker; !s.Parked || s.NextProbe.Sub(clk.Now()) < 10*time.Minute {
+		t.Errorf("exit after a 407: parked %v, next probe in %v; want parked for its ParkFor (15 min)", s.Parked, s.NextProbe.Sub(clk.Now()))
+	}
+}
+
+// TestExitRestLeavesAnExitLadderOfYourOwn: WithExitSettings with a MaxCooldown of its own keeps the
+// exit breaker's ladder as set: a fourth trip rests 160 s, past ExitRest.
+func TestExitRestLeavesAnExitLadderOfYourOwn(t *testing.T) {
+	clk := clock.NewFake(leaseT0)
+	p, err := pool.New(
+		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("x")),
+		pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
+		pool.WithExitSettings(breaker.Settings{FailureThreshold: 1, MaxCooldown: time.Hour, Jitter: -1}),
+		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
+	var wait time.Duration
+	for i := range 4 {
+		l, err := p.Pick(context.Background(), pool.Request{Origin: fmt.Sprintf("o%d.example", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Report(flaky)
+		s := exitStatus(t, p, "x").Breaker
+		wait = s.NextProbe.Sub(clk.Now())
+		clk.Set(s.NextProbe)
+	}
+	if wait != 160*time.Second {
+		t.Errorf("fourth trip with MaxCooldown 1h: rest %v, want 160s (the ladder, not ExitRest)", wait)
 	}
 }

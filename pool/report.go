@@ -42,7 +42,7 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter
 		exitPm.Neutral(now)
 	case v.Scope == ScopeExit:
 		t.pairPm.Neutral(now)
-		exitPm.Failure(now, f)
+		exitPm.Failure(now, breaker.Failure{Permanent: f.Permanent, Soft: f.Soft, RetryAfter: f.RetryAfter, Reason: f.Reason, MaxWindow: p.exitRest})
 	case v.Scope == ScopeOrigin || (originsFault && v.RetryAfter <= 0):
 		t.pairPm.Neutral(now)
 		exitPm.Neutral(now)
@@ -53,7 +53,7 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter
 	default: // pair scope
 		p.pairPermit(t).Failure(now, f)
 		if v.ConnLevel {
-			exitPm.Failure(now, breaker.Failure{Reason: f.Reason})
+			exitPm.Failure(now, breaker.Failure{Reason: f.Reason, MaxWindow: p.exitRest})
 		} else {
 			exitPm.Neutral(now)
 		}

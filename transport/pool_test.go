@@ -138,7 +138,7 @@ func TestPoolExitScopedFailureParksTheExit(t *testing.T) {
 
 func TestPoolExitRollUpAcrossOrigins(t *testing.T) {
 	t.Run("half_fail", func(t *testing.T) {
-		env := newTestPoolEnv(t, testkit.Exits("x", 1)) // DefaultExitSettings: 5 failures, half of >= 10
+		env := newTestPoolEnv(t, testkit.Exits("x", 1)) // DefaultExitSettings: 5 failures in a minute
 		env.base.SetScript(func(c testkit.Call) (testkit.Reply, bool) {
 			var n int
 			fmt.Sscanf(c.Origin, "o%d.example", &n)
@@ -189,11 +189,17 @@ func TestPoolExitRollUpAcrossOrigins(t *testing.T) {
 			}
 			return testkit.Reply{}, false
 		})
-		for i := range 60 {
+		// No ratio: a busy exit that fails a third of its attempts trips on its fifth failure, and
+		// rests at most ExitRest.
+		for i := range 15 {
 			env.get(t, nil, fmt.Sprintf("http://o%d.example/", i))
+			e := env.exitStatus(t, "x0").Breaker
+			if want := i == 14; (e.State == breaker.Open) != want {
+				t.Fatalf("after request %d (%d failures): exit = %v, want open only after the 15th", i, (i+1)/3, e.State)
+			}
 		}
-		if e := env.exitStatus(t, "x0").Breaker; e.State != breaker.Closed || e.FailuresInWindow != 5 {
-			t.Errorf("exit failing a third of 60 attempts = %v with %d failures in the window, want closed (ratio below half)", e.State, e.FailuresInWindow)
+		if e := env.exitStatus(t, "x0").Breaker; e.NextProbe.Sub(env.clock.Now()) > pool.ExitRest*5/4 {
+			t.Errorf("exit tripped by connection failures: next probe in %v, want at most ExitRest %v (and jitter)", e.NextProbe.Sub(env.clock.Now()), pool.ExitRest)
 		}
 	})
 }
