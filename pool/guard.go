@@ -97,14 +97,16 @@ type originGuard struct {
 }
 
 type guardEntry struct {
-	exit    uint32 // id + 1; 0 = empty
-	at      int64
-	failed  bool
-	suspect bool // a Suspect answer (a plain 403), judged a block or not; never failed
-	// streak counts the Suspect answers in a row through the exit, this one included (at most
-	// 255): 0 after any other answer the guard records.
+	exit   uint32 // id + 1; 0 = empty
+	at     int64
+	failed bool
+	// streak counts the Suspect answers (plain 403s, judged a block or not; never failed) in a
+	// row through the exit, the latest included, at most 255: 0 when the latest was another answer.
 	streak uint8
 }
+
+// suspect reports whether the exit's latest answer was a Suspect one.
+func (e *guardEntry) suspect() bool { return e.streak > 0 }
 
 func (p *Pool) newOriginGuard(o *originState) *originGuard {
 	cfg := &p.guard
@@ -217,26 +219,27 @@ func originPlausible(c Class) bool {
 
 // record remembers the latest outcome through exit id, replacing the oldest entry if id is new.
 func (g *originGuard) record(id uint32, t int64, failed, suspect bool) {
-	oldest := 0
+	oldest, e := 0, (*guardEntry)(nil)
 	for i := range g.recent {
-		e := &g.recent[i]
-		if e.exit == id+1 {
-			streak := uint8(0)
-			if suspect {
-				streak = e.streak + min(1, 255-e.streak)
-			}
-			e.at, e.failed, e.suspect, e.streak = t, failed, suspect, streak
-			return
+		if g.recent[i].exit == id+1 {
+			e = &g.recent[i]
+			break
 		}
-		if e.at < g.recent[oldest].at {
+		if g.recent[i].at < g.recent[oldest].at {
 			oldest = i
 		}
 	}
-	fresh := guardEntry{exit: id + 1, at: t, failed: failed, suspect: suspect}
-	if suspect {
-		fresh.streak = 1
+	if e == nil {
+		e = &g.recent[oldest]
+		*e = guardEntry{exit: id + 1}
 	}
-	g.recent[oldest] = fresh
+	e.at, e.failed = t, failed
+	switch {
+	case !suspect:
+		e.streak = 0
+	case e.streak < 255:
+		e.streak++
+	}
 }
 
 func (g *originGuard) tally(since int64) (tried, failing int) {

@@ -138,8 +138,7 @@ const banAgeShare = 8
 
 // noteEpisode follows the pair's ban episodes through its transitions: one begins when the pair
 // trips from CLOSED for a block, or when a probe of a pair resting for other trouble meets one, and
-// ends when a probe closes it; its length goes to the origin's
-// recovery stats.
+// ends when a probe closes it; its length goes to the origin's recovery stats.
 func (pr *pair) noteEpisode(t breaker.Transition) {
 	switch {
 	case t.From == breaker.Closed && t.To == breaker.Open:

@@ -16,21 +16,31 @@ import (
 
 var blockedVerdict = pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked}
 
+// newRecoveryPool is a pool of exits (nil: one, labelled x) on clk, seeded, sweeping inline, with
+// its origin guard off, and opts on top.
+func newRecoveryPool(t *testing.T, clk *clock.Fake, exits []*pool.Exit, opts ...pool.Option) *pool.Pool {
+	t.Helper()
+	if exits == nil {
+		exits = []*pool.Exit{pool.MustParseExit("10.0.0.1:3128").WithLabel("x")}
+	}
+	all := []pool.Option{
+		pool.WithExits(exits...), pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
+		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
+	}
+	p, err := pool.New(append(all, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestBanProbesLearnTheOriginsBans: a pair banned by an origin is probed on the ladder but never
 // less often than every DefaultRecoveryWindow while the origin's bans are unmeasured, or an eighth
 // of the ban's age once that is longer; once one ban has been seen to last L, the probes of the
 // next one are at most L/10 apart (while it is young).
 func TestBanProbesLearnTheOriginsBans(t *testing.T) {
 	clk := clock.NewFake(leaseT0)
-	p, err := pool.New(
-		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("x")),
-		pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
-		pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}),
-		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newRecoveryPool(t, clk, nil, pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}))
 	// ban keeps the pair banned until end, probing whenever the pool lets it, checks that no wait
 	// between probes is longer than the larger of limit and an eighth of the ban's age, and
 	// returns the longest wait while the ban was younger than young.
@@ -165,15 +175,7 @@ func TestPaceLearnedAndShared(t *testing.T) {
 // a ban afterwards is still probed every DefaultRecoveryWindow at most, not every UnannouncedRest.
 func TestUnannouncedRateLimitIsNoBan(t *testing.T) {
 	clk := clock.NewFake(leaseT0)
-	p, err := pool.New(
-		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("x")),
-		pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
-		pool.WithPairSettings(breaker.Settings{Jitter: -1}),
-		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newRecoveryPool(t, clk, nil, pool.WithPairSettings(breaker.Settings{Jitter: -1}))
 	limited := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassRateLimited}
 	// rest fails the pair with v, then its probes with v until end, and returns the longest wait.
 	rest := func(v pool.Verdict, end time.Time) time.Duration {
@@ -210,16 +212,9 @@ func TestUnannouncedRateLimitIsNoBan(t *testing.T) {
 // cadence whatever its probes meet.
 func TestBanProbePassesAnExitsRest(t *testing.T) {
 	clk := clock.NewFake(leaseT0)
-	p, err := pool.New(
-		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("x")),
-		pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
+	p := newRecoveryPool(t, clk, nil,
 		pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}),
-		pool.WithExitSettings(breaker.Settings{FailureThreshold: 1, BaseCooldown: 10 * time.Minute, Jitter: -1}),
-		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+		pool.WithExitSettings(breaker.Settings{FailureThreshold: 1, BaseCooldown: 10 * time.Minute, Jitter: -1}))
 	flaky := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 	l := mustPick(t, p, "shop")
 	l.Report(blockedVerdict) // the ban: the pair opens, the exit does not
@@ -261,15 +256,7 @@ func TestBanProbePassesAnExitsRest(t *testing.T) {
 	}
 
 	// A parked exit passes nothing.
-	q, err := pool.New(
-		pool.WithExits(pool.MustParseExit("10.0.0.2:3128").WithLabel("y")),
-		pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
-		pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}),
-		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := newRecoveryPool(t, clk, []*pool.Exit{pool.MustParseExit("10.0.0.2:3128").WithLabel("y")}, pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}))
 	l = mustPick(t, q, "shop")
 	l.Report(blockedVerdict)
 	l = mustPick(t, q, "news")
@@ -285,14 +272,7 @@ func TestBanProbePassesAnExitsRest(t *testing.T) {
 // at most ExitRest each time, however high its level climbs; a park (a 407) keeps its ParkFor.
 func TestExitRestsAtMostExitRest(t *testing.T) {
 	clk := clock.NewFake(leaseT0)
-	p, err := pool.New(
-		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("x"), pool.MustParseExit("10.0.0.2:3128").WithLabel("y")),
-		pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
-		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newRecoveryPool(t, clk, []*pool.Exit{pool.MustParseExit("10.0.0.1:3128").WithLabel("x"), pool.MustParseExit("10.0.0.2:3128").WithLabel("y")})
 	flaky := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 	pick := func(exit, origin string) pool.Lease {
 		t.Helper()
@@ -331,15 +311,7 @@ func TestExitRestsAtMostExitRest(t *testing.T) {
 // exit breaker's ladder as set: a fourth trip rests 160 s, past ExitRest.
 func TestExitRestLeavesAnExitLadderOfYourOwn(t *testing.T) {
 	clk := clock.NewFake(leaseT0)
-	p, err := pool.New(
-		pool.WithExits(pool.MustParseExit("10.0.0.1:3128").WithLabel("x")),
-		pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
-		pool.WithExitSettings(breaker.Settings{FailureThreshold: 1, MaxCooldown: time.Hour, Jitter: -1}),
-		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newRecoveryPool(t, clk, nil, pool.WithExitSettings(breaker.Settings{FailureThreshold: 1, MaxCooldown: time.Hour, Jitter: -1}))
 	flaky := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 	var wait time.Duration
 	for i := range 4 {

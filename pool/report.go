@@ -42,7 +42,9 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter
 		exitPm.Neutral(now)
 	case v.Scope == ScopeExit:
 		t.pairPm.Neutral(now)
-		exitPm.Failure(now, breaker.Failure{Permanent: f.Permanent, Soft: f.Soft, RetryAfter: f.RetryAfter, Reason: f.Reason, MaxWindow: p.exitRest})
+		ef := f
+		ef.MaxWindow, ef.Decisive = p.exitRest, false // the pair's cadence is not the exit's
+		exitPm.Failure(now, ef)
 	case v.Scope == ScopeOrigin || (originsFault && v.RetryAfter <= 0):
 		t.pairPm.Neutral(now)
 		exitPm.Neutral(now)

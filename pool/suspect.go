@@ -71,8 +71,8 @@ func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict) Verdict {
 		return v
 	case SuspectBan:
 	default:
-		// A probe of a pair that is out for a ban (or an unannounced rate limit) meets the ban
-		// going on: it follows the answers that tripped the pair.
+		// A probe of a pair that is out for a ban meets the ban going on: it follows the answers
+		// that tripped the pair.
 		banned := t.pair != nil && t.pairState != breaker.Closed && t.pair.episode.Load() != 0
 		if !g.evidenceOfBlock(now, t.id, banned) {
 			return v
@@ -100,7 +100,7 @@ func (g *originGuard) evidenceOfBlock(now time.Time, id uint32, banned bool) boo
 		}
 		tried++
 		switch {
-		case e.suspect:
+		case e.suspect():
 			suspect++
 		case !e.failed:
 			served++

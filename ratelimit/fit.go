@@ -77,7 +77,7 @@ func (p *Pair) slidingFit(t int64, retryAfter time.Duration) (Window, bool) {
 	}
 	// The Retry-After was rounded up: the true wait is in (retryAfter-1s, retryAfter].
 	want := int64(retryAfter) - int64(time.Second/2)
-	best, bestDiff, fits := Window{}, int64(fitSlack)+1, 0
+	best, bestDiff, fits := Window{}, int64(fitSlack), 0
 	for _, l := range fitLengths {
 		w := int64(l)
 		if t-w < from {

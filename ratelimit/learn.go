@@ -65,7 +65,7 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 	p.longest = max(p.longest, int64(retryAfter))
 	var own Window
 	fit, fits := Window{}, false
-	if !p.fitted {
+	if !p.sure {
 		fit, fits = p.slidingFit(t, retryAfter)
 	}
 	switch {
@@ -120,16 +120,16 @@ func natural(d time.Duration) (l time.Duration, sure bool) {
 
 // hold holds the pair to w from start, under p.mu; with seed, its successes of the window before
 // start count in it (the origin still counts them, if its window slides; a Retry-After's reset
-// at a window's boundary needs none: the origin said when it has room again). A sure window ends
-// the noting of successes; an unsure one (an origin's prior, a length that is no natural one)
-// keeps it, for a fit to correct it.
+// at a window's boundary needs none: the origin said when it has room again). A sure window (one
+// fitted, a natural length, an origin's prior) ends the keeping of success instants; an unsure one
+// (a length that is no natural one) keeps it, for a fit to correct it.
 func (p *Pair) hold(w Window, start int64, seed, sure bool) {
 	p.win = &windowBudget{}
 	p.win.reset(w.N, int64(w.Length), start)
 	if seed {
 		p.win.seed(p.recent, start)
 	}
-	p.fitted = sure
+	p.sure = sure
 	if sure {
 		p.recent = nil
 	}
@@ -146,15 +146,7 @@ func (p *Pair) Served(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t := now.UnixNano()
-	if p.win == nil {
-		p.noteSuccess(t)
-	} else {
-		p.inRun = false
-		p.runSent++
-		if !p.fitted {
-			p.keepRecent(t)
-		}
-	}
+	p.noteSuccess(t)
 	if p.win == nil && p.bucket.Load() != nil {
 		p.growLocked(now)
 		return

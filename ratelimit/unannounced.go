@@ -73,20 +73,23 @@ func looseNatural(d time.Duration) (time.Duration, bool) {
 }
 
 // noteSuccess keeps, under p.mu, what the learning of unannounced windows needs of a success at t:
-// it ends a run of 429s, counts towards the next, and its instant is kept for seeding a window.
+// it ends a run of 429s, counts towards the next, and, until the pair holds a sure window, its
+// instant is kept for seeding a window and for fitting one (fit.go).
 func (p *Pair) noteSuccess(t int64) {
-	if !p.tracking {
-		return
+	if p.tracked == 0 {
+		return // a pair held to a window tracks: hold follows track
 	}
 	p.inRun = false
 	p.runSent++
-	p.keepRecent(t)
+	if !p.sure {
+		p.keepRecent(t)
+	}
 }
 
 // track starts, under p.mu, the noting of the pair's successes at t, if it has not started.
 func (p *Pair) track(t int64) {
-	if !p.tracking {
-		p.tracking, p.tracked = true, t
+	if p.tracked == 0 {
+		p.tracked = max(t, 1)
 	}
 }
 
