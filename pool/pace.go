@@ -20,17 +20,19 @@ import (
 // Recovery. A pair tripped by a block (a challenge page, a plain 403 judged a ban) is probed on
 // the breaker's backoff ladder, but never less often than once per the larger of maxWindow — a
 // tenth of what the origin's earlier bans lasted (from the trip to the probe that closed the
-// pair), at most DefaultMaxCooldown, DefaultRecoveryWindow until a ban has been seen — and an
-// eighth of how long this ban has lasted (restCap). A ban of 25 minutes is then probed every 2.5
-// minutes once the ladder reaches that, and a pair is back within a few minutes of the ban's end,
-// with about a dozen probes per ban; a ban that has lasted an hour is probed every 7.5 minutes,
-// whatever the origin's recent short ones say. Both are kept with the origin's state, so an origin
-// the idle sweep forgets (no pair and no traffic for the idle TTL) starts learning again. A pair
-// out for a ban keeps that cadence whatever its probes meet, and its probe passes its exit's rest
-// (passesRest). A 429 without Retry-After is no ban: the pair rests at most UnannouncedRest at a
-// time, and its rests are not counted among the origin's bans — an origin that limits its pairs to
-// a few requests a minute would otherwise teach its bans to last a minute, and its banned pairs
-// would be probed every BaseCooldown for hours.
+// pair), DefaultRecoveryWindow until a ban has been seen — and an eighth of how long this ban has
+// lasted, and never less often than every MaxBanProbeGap (restCap). A ban of 25 minutes is then
+// probed every 2.5 minutes once the ladder reaches that, and a pair is back within a few minutes
+// of the ban's end, with about a dozen probes per ban; a ban that has lasted an hour is probed
+// every 5 minutes, whatever the origin's recent short ones say. Both are kept with the origin's
+// state, so an origin the idle sweep forgets (no pair and no traffic for the idle TTL) starts
+// learning again. A pair out for a ban keeps that cadence whatever its probes meet, but a probe
+// that met its exit's own trouble (connection-level: a timeout, a dropped tunnel, a body cut off)
+// learned nothing of the ban, and the next one comes within ExitRest; its probe passes its exit's
+// rest (passesRest). A 429 without Retry-After is no ban: the pair rests at most UnannouncedRest
+// at a time, and its rests are not counted among the origin's bans — an origin that limits its
+// pairs to a few requests a minute would otherwise teach its bans to last a minute, and its banned
+// pairs would be probed every BaseCooldown for hours.
 
 // DefaultRecoveryWindow is the longest wait between probes of a banned pair while its origin's
 // bans have not been measured yet.
@@ -42,6 +44,15 @@ const DefaultRecoveryWindow = 2 * time.Minute
 // learned (ratelimit's unannounced windows); resting up to a minute (the ladder's 20, 40, 60 s)
 // spared a fifth of the 429s and cost 3 % of the goodput in the simulation (docs/decisions.md).
 const UnannouncedRest = 20 * time.Second
+
+// MaxBanProbeGap is the longest wait between probes of a banned pair, however long its ban has
+// lasted and whatever the origin's earlier bans lasted: at most 12 probes an hour, and a pair
+// whose ban ended is seen back within about this long. Bans are heavy-tailed, and back to back
+// bans of one pair run into one episode whose age says nothing of when it ends: with the
+// breaker's 15 min, a pair whose two-hour ban ended waited up to 19 min for its next probe. In
+// the simulation 7 of the 1,785 bans the pool met were never seen to end; with this cap, and
+// ExitRest after a probe's connection trouble, none (docs/decisions.md).
+const MaxBanProbeGap = 5 * time.Minute
 
 // ExitRest is the longest rest of an exit's own breaker after a transient trip (timeouts, dropped
 // connections: Failure.MaxWindow, so a park keeps its ParkFor), unless WithExitSettings sets a
@@ -102,17 +113,19 @@ func (r *recoveryStats) maxWindow() time.Duration {
 	if t == 0 {
 		return DefaultRecoveryWindow
 	}
-	return min(t/recoveryShare, breaker.DefaultMaxCooldown)
+	return min(t/recoveryShare, MaxBanProbeGap)
 }
 
 // restCap returns the longest OPEN window v may trip t's pair for, 0 for no cap of the pool's. A
 // 429 without Retry-After rests at most UnannouncedRest. A pair out for a ban — a block, or any
 // failure of a pair whose ban episode is running (a probe through a flaky exit that timed out: the
 // next probe must still come while the ban may be over) — is probed at least once per the larger
-// of a tenth of the origin's typical ban and an eighth of how long this ban has lasted: bans are
-// heavy-tailed, and one that has lasted an hour is likely to last a while yet, whatever the
-// origin's recent short ones say (an origin whose last bans lasted minutes had its hour-long ones
-// probed every 20 s, 270 probes each).
+// of a tenth of the origin's typical ban and an eighth of how long this ban has lasted, at most
+// MaxBanProbeGap: bans are heavy-tailed, and one that has lasted an hour is likely to last a while
+// yet, whatever the origin's recent short ones say (an origin whose last bans lasted minutes had
+// its hour-long ones probed every 20 s, 270 probes each). A probe of a banned pair that failed at
+// the connection (v.ConnLevel) says nothing of the ban: the next comes within ExitRest, as the
+// exit itself is tried again after its own trouble.
 func restCap(now time.Time, t *ticket, v Verdict) time.Duration {
 	var at uint32
 	if t.pair != nil {
@@ -127,7 +140,10 @@ func restCap(now time.Time, t *ticket, v Verdict) time.Duration {
 	c := t.origin.learn.maxWindow()
 	if at != 0 {
 		if age := time.Duration(episodeClock(now)-at) * episodeTick; age > 0 {
-			c = max(c, min(age/banAgeShare, breaker.DefaultMaxCooldown))
+			c = max(c, min(age/banAgeShare, MaxBanProbeGap))
+		}
+		if v.ConnLevel {
+			c = min(c, ExitRest)
 		}
 	}
 	return c

@@ -36,8 +36,8 @@ func newRecoveryPool(t *testing.T, clk *clock.Fake, exits []*pool.Exit, opts ...
 
 // TestBanProbesLearnTheOriginsBans: a pair banned by an origin is probed on the ladder but never
 // less often than every DefaultRecoveryWindow while the origin's bans are unmeasured, or an eighth
-// of the ban's age once that is longer; once one ban has been seen to last L, the probes of the
-// next one are at most L/10 apart (while it is young).
+// of the ban's age once that is longer (at most MaxBanProbeGap); once one ban has been seen to last
+// L, the probes of the next one are at most L/10 apart (while it is young).
 func TestBanProbesLearnTheOriginsBans(t *testing.T) {
 	clk := clock.NewFake(leaseT0)
 	p := newRecoveryPool(t, clk, nil, pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}))
@@ -54,7 +54,7 @@ func TestBanProbesLearnTheOriginsBans(t *testing.T) {
 			ps, _ := pairOf(t, p, "shop")
 			wait := ps.Breaker.NextProbe.Sub(clk.Now())
 			age := clk.Now().Sub(start)
-			if bound := max(limit, age/8) + time.Second; wait > bound {
+			if bound := max(limit, min(age/8, pool.MaxBanProbeGap)) + time.Second; wait > bound {
 				t.Errorf("at %v into the ban: next probe in %v, want at most %v", age, wait, bound)
 			}
 			if age < young {
@@ -78,6 +78,59 @@ func TestBanProbesLearnTheOriginsBans(t *testing.T) {
 	// The origin's typical ban is kept to the second.
 	if got, want := ban(clk.Now().Add(20*time.Minute), first/10, 20*time.Minute), first/10; got < want-time.Second/10 || got > want+time.Second/10 {
 		t.Errorf("second ban, after one of %v: longest wait %v, want %v", first, got, want)
+	}
+}
+
+// TestBanProbesAtMostMaxBanProbeGap: however long a ban has lasted, and however long the origin's
+// earlier bans lasted, a banned pair is probed at least every MaxBanProbeGap — and a probe that
+// met the exit's trouble, not the ban (a connection-level timeout), is followed within ExitRest.
+func TestBanProbesAtMostMaxBanProbeGap(t *testing.T) {
+	clk := clock.NewFake(leaseT0)
+	p := newRecoveryPool(t, clk, nil, pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}))
+	nextProbe := func() time.Duration {
+		t.Helper()
+		ps, _ := pairOf(t, p, "shop")
+		return ps.Breaker.NextProbe.Sub(clk.Now())
+	}
+	// probe waits for the pair's next probe, sends it and reports v.
+	probe := func(v pool.Verdict) {
+		t.Helper()
+		clk.Advance(nextProbe())
+		l := mustPick(t, p, "shop")
+		l.Report(v)
+	}
+	// A ban of three hours: the probes are never more than MaxBanProbeGap apart, where an eighth of
+	// its age would reach the breaker's 15 min.
+	start := clk.Now()
+	l := mustPick(t, p, "shop")
+	l.Report(blockedVerdict)
+	longest := time.Duration(0)
+	for clk.Now().Sub(start) < 3*time.Hour {
+		longest = max(longest, nextProbe())
+		probe(blockedVerdict)
+	}
+	if longest != pool.MaxBanProbeGap {
+		t.Errorf("a three-hour ban: longest wait between probes %v, want MaxBanProbeGap %v", longest, pool.MaxBanProbeGap)
+	}
+	// The probe meets the exit's own trouble: it says nothing of the ban, and the next comes
+	// within ExitRest; the one after that meets the ban again, and the cadence is the ban's.
+	probe(pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true})
+	if wait := nextProbe(); wait > pool.ExitRest {
+		t.Errorf("a banned pair's probe timed out at the connection: next probe in %v, want at most ExitRest %v", wait, pool.ExitRest)
+	}
+	probe(blockedVerdict)
+	if wait := nextProbe(); wait != pool.MaxBanProbeGap {
+		t.Errorf("the next probe met the ban: next probe in %v, want MaxBanProbeGap %v", wait, pool.MaxBanProbeGap)
+	}
+	probe(okVerdict) // the ban of over three hours ends: the origin's typical ban is that long
+	// The origin's next ban is young, but its bans last hours: still at most MaxBanProbeGap.
+	l = mustPick(t, p, "shop")
+	l.Report(blockedVerdict)
+	for range 12 {
+		if wait := nextProbe(); wait > pool.MaxBanProbeGap {
+			t.Fatalf("a young ban of an origin whose bans last hours: next probe in %v, want at most MaxBanProbeGap %v", wait, pool.MaxBanProbeGap)
+		}
+		probe(blockedVerdict)
 	}
 }
 

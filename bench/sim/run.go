@@ -50,11 +50,13 @@ type Metrics struct {
 	TimeoutTime, StallTime time.Duration
 	// WorkerTime is workers × simulated duration.
 	WorkerTime time.Duration
-	// Recovery holds, for each ban episode that ended at least RecoveryHorizon before the end of the
-	// run, how long after it ended the pair next carried a success; Unrecovered counts those that
-	// carried none by the end.
+	// Recovery holds, for each ban episode the strategy met that ended at least RecoveryHorizon
+	// before the end of the run, how long after it ended the pair next carried a success;
+	// Unrecovered counts those that carried none by the end, and Unmet the episodes that ended as
+	// early but that the strategy never met, which are not measured (see recovery.go).
 	Recovery    []time.Duration
 	Unrecovered int
+	Unmet       int
 }
 
 // Wasted is the attempts that did not succeed, the origin's own 403s to a path it forbids apart.
@@ -79,6 +81,7 @@ func (m *Metrics) Add(n Metrics) {
 	m.WorkerTime += n.WorkerTime
 	m.Recovery = append(m.Recovery, n.Recovery...)
 	m.Unrecovered += n.Unrecovered
+	m.Unmet += n.Unmet
 }
 
 // MedianRecovery is the median of Recovery, counting unrecovered episodes as longer than any; -1
@@ -96,7 +99,7 @@ func (m *Metrics) MedianRecovery() time.Duration {
 	return s[(n-1)/2]
 }
 
-// RecoveryHorizon is how long before the end of a run a ban must end to count in Recovery.
+// RecoveryHorizon is how long before the end of a run a ban episode must end to count in Recovery.
 const RecoveryHorizon = 15 * time.Minute
 
 // Env is what a strategy is built from: the run's clock, the ground truth, the exits, a seeded
@@ -157,9 +160,9 @@ func Run(sc Scenario, st Strategy) (Metrics, error) {
 	s := &sched{
 		sc: sc, clock: clock.NewFake(Epoch), truth: NewTruth(sc), end: Epoch.Add(sc.Duration),
 		resume: make([]chan struct{}, sc.Workers), yield: make(chan struct{}),
-		m:    Metrics{Strategy: st.Name, WorkerTime: time.Duration(sc.Workers) * sc.Duration},
-		next: make([]int, sc.Exits*len(sc.Origins)),
+		m: Metrics{Strategy: st.Name, WorkerTime: time.Duration(sc.Workers) * sc.Duration},
 	}
+	s.recovery = newRecoveryLog(s.truth.bans, s.end.Add(-RecoveryHorizon))
 	env := &Env{Scenario: sc, Clock: s.clock, Truth: s.truth, s: s}
 	for e := range sc.Exits {
 		x, err := pool.ParseExit(fmt.Sprintf("http://127.0.0.1:%d", 20000+e))
@@ -200,7 +203,7 @@ func Run(sc Scenario, st Strategy) (Metrics, error) {
 	if s.err != nil {
 		return Metrics{}, fmt.Errorf("sim: %s: %w", st.Name, s.err)
 	}
-	s.finishRecovery()
+	s.recovery.finish(&s.m)
 	return s.m, nil
 }
 
@@ -242,7 +245,7 @@ type sched struct {
 	stopping bool
 	err      error // what ended the run early: an error a Router should not return
 	m        Metrics
-	next     []int // by pair: the first ban episode not yet recovered from
+	recovery *recoveryLog
 }
 
 func (s *sched) push(at time.Time, w int) {
@@ -316,8 +319,10 @@ func (s *sched) record(e, o int, r Result) {
 		m.AuthHits++
 	case Challenge:
 		m.Blocked++
+		s.recovery.met(s.pair(e, o), s.clock.Now().Add(-r.Latency))
 	case Banned403:
 		m.Banned403++
+		s.recovery.met(s.pair(e, o), s.clock.Now().Add(-r.Latency))
 	case Site403:
 		m.Site403++
 	case ProxyDenied:
@@ -329,26 +334,9 @@ func (s *sched) record(e, o int, r Result) {
 		m.RateLimited++
 	case OK:
 		m.Successes++
-		p := e*len(s.sc.Origins) + o
-		bans := s.truth.bans[p]
-		now := s.clock.Now()
-		for s.next[p] < len(bans) && !bans[s.next[p]].To.After(now) {
-			if s.counts(bans[s.next[p]]) {
-				m.Recovery = append(m.Recovery, now.Sub(bans[s.next[p]].To))
-			}
-			s.next[p]++
-		}
+		s.recovery.served(s.pair(e, o), s.clock.Now(), m)
 	}
 }
 
-func (s *sched) counts(w Window) bool { return !w.To.After(s.end.Add(-RecoveryHorizon)) }
-
-func (s *sched) finishRecovery() {
-	for p, bans := range s.truth.bans {
-		for _, w := range bans[s.next[p]:] {
-			if s.counts(w) {
-				s.m.Unrecovered++
-			}
-		}
-	}
-}
+// pair is the index of the pair (exit e, origin o).
+func (s *sched) pair(e, o int) int { return e*len(s.sc.Origins) + o }

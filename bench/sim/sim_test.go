@@ -119,10 +119,10 @@ func TestInformedOracleWastesOnlyTimeouts(t *testing.T) {
 }
 
 func TestMetricsAdd(t *testing.T) {
-	a := Metrics{Attempts: 10, Successes: 6, Site403: 1, RateLimited: 3, Recovery: []time.Duration{time.Second}, Unrecovered: 1, WorkerTime: time.Hour}
-	b := Metrics{Attempts: 5, Successes: 5, Recovery: []time.Duration{time.Minute}, WorkerTime: time.Hour}
+	a := Metrics{Attempts: 10, Successes: 6, Site403: 1, RateLimited: 3, Recovery: []time.Duration{time.Second}, Unrecovered: 1, Unmet: 2, WorkerTime: time.Hour}
+	b := Metrics{Attempts: 5, Successes: 5, Recovery: []time.Duration{time.Minute}, Unmet: 1, WorkerTime: time.Hour}
 	a.Add(b)
-	if a.Attempts != 15 || a.Successes != 11 || a.Wasted() != 3 || len(a.Recovery) != 2 || a.Unrecovered != 1 || a.WorkerTime != 2*time.Hour {
+	if a.Attempts != 15 || a.Successes != 11 || a.Wasted() != 3 || len(a.Recovery) != 2 || a.Unrecovered != 1 || a.Unmet != 3 || a.WorkerTime != 2*time.Hour {
 		t.Errorf("Add = %+v, want the sums", a)
 	}
 }

@@ -82,10 +82,7 @@ func Targets(sc Scenario, ours, oracle Metrics) []Target {
 		g = float64(ours.Successes) / float64(oracle.Successes)
 	}
 	med := ours.MedianRecovery()
-	medGot := "never (most)"
-	if med >= 0 {
-		medGot = med.Round(100 * time.Millisecond).String()
-	}
+	medGot := MedianRecoveryString(ours)
 	return []Target{
 		{fmt.Sprintf("goodput ≥ %.2f of the informed oracle's", TargetGoodput), fmt.Sprintf("goodput ÷ informed oracle (≥ %.2f)", TargetGoodput),
 			fmt.Sprintf("%.2f", g), g >= TargetGoodput},
@@ -95,9 +92,27 @@ func Targets(sc Scenario, ours, oracle Metrics) []Target {
 			fmt.Sprintf("wasted an hour (≤ %.0f)", wantWasted), fmt.Sprintf("%.0f/h", per(ours.Wasted())), per(ours.Wasted()) <= wantWasted},
 		{fmt.Sprintf("median recovery after a ban ≤ %d min", TargetRecovery/time.Minute), fmt.Sprintf("median recovery (≤ %d min)", TargetRecovery/time.Minute),
 			medGot, med >= 0 && med <= TargetRecovery},
-		{"bans never recovered: 0", "never recovered (0)",
-			fmt.Sprintf("%d / %d", ours.Unrecovered, ours.Unrecovered+len(ours.Recovery)), ours.Unrecovered == 0},
+		{"bans never recovered: 0", "never recovered (0)", UnrecoveredString(ours), ours.Unrecovered == 0},
 	}
+}
+
+// MedianRecoveryString writes m's median recovery: "never (most)" when more than half of the
+// episodes met never recovered, "—" when it met none.
+func MedianRecoveryString(m Metrics) string {
+	switch d := m.MedianRecovery(); {
+	case d < 0:
+		return "never (most)"
+	case len(m.Recovery)+m.Unrecovered == 0:
+		return "—"
+	default:
+		return d.Round(100 * time.Millisecond).String()
+	}
+}
+
+// UnrecoveredString writes m's ban episodes never recovered from, of those it met, and how many
+// it never met: "2 / 1784 (247 not met)".
+func UnrecoveredString(m Metrics) string {
+	return fmt.Sprintf("%d / %d (%d not met)", m.Unrecovered, m.Unrecovered+len(m.Recovery), m.Unmet)
 }
 
 // Mark is "met" or "**missed**".

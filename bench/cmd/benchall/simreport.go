@@ -288,8 +288,8 @@ func writeRound2Figures(p func(string, ...any), res *simResults) {
 
 	p("#### Targets for ours (defaults), every seed (issue 13)\n\n")
 	if !res.brief {
-		p("429s provoked and wasted attempts compare per simulated hour with round 1's figures for ours (defaults) in the round-1 world (%d and %d in 3 h): this world keeps that world's workers, exits and duration, so the bounds are %.0f and %.0f in a 3 h run. Median recovery counts bans that ended at least %s before the end of a run; an episode never followed by a success counts as longer than any.\n\n",
-			sim.Round1Ours429, sim.Round1OursWasted, sim.Target429Share*sim.Round1Ours429, sim.TargetWastedShare*sim.Round1OursWasted, dur(sim.RecoveryHorizon))
+		p("429s provoked and wasted attempts compare per simulated hour with round 1's figures for ours (defaults) in the round-1 world (%d and %d in 3 h): this world keeps that world's workers, exits and duration, so the bounds are %.0f and %.0f in a 3 h run. Recovery is measured per ban episode: a pair's bans less than %s apart are one episode (only a strategy that sees the future is served between them), and only the episodes a strategy met — it got a challenge page or a ban's plain 403 from them — are measured, for a ban none of whose answers reached it did not take its pair out (the oracles meet none); episodes that ended less than %s before the end of a run are not measured. \"Not met\" counts the measurable episodes a strategy never met. An episode never followed by a success counts as longer than any in the median.\n\n",
+			sim.Round1Ours429, sim.Round1OursWasted, sim.Target429Share*sim.Round1Ours429, sim.TargetWastedShare*sim.Round1OursWasted, dur(sim.BanMergeGap), dur(sim.RecoveryHorizon))
 	}
 	var names []string
 	for _, t := range sim.Targets(sc, sim.Metrics{}, sim.Metrics{}) {
@@ -412,7 +412,7 @@ func ratio(m, oracle sim.Metrics) float64 {
 // set, is each strategy's worst seed's ÷ clairvoyant and ÷ informed.
 func writeTable(p func(string, ...any), ms []sim.Metrics, worst [][2]float64) {
 	oracle, informed := ms[len(ms)-1], ms[len(ms)-2]
-	p("| strategy | goodput | ÷ clairvoyant oracle | ÷ informed oracle | wasted attempts | 429s provoked | challenge pages | plain-403 bans | proxy denials | slow bodies | site's 403s (not wasted) | timeouts | worker time lost to timeouts + slow bodies | refused (not sent) | recovery after a ban (median) | bans never recovered |\n")
+	p("| strategy | goodput | ÷ clairvoyant oracle | ÷ informed oracle | wasted attempts | 429s provoked | challenge pages | plain-403 bans | proxy denials | slow bodies | site's 403s (not wasted) | timeouts | worker time lost to timeouts + slow bodies | refused (not sent) | recovery after a ban (median) | bans never recovered (of those met) |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, m := range ms {
 		r, ri := fmt.Sprintf("%.2f", ratio(m, oracle)), fmt.Sprintf("%.2f", ratio(m, informed))
@@ -420,9 +420,9 @@ func writeTable(p func(string, ...any), ms []sim.Metrics, worst [][2]float64) {
 			r += fmt.Sprintf(" (%.2f)", worst[i][0])
 			ri += fmt.Sprintf(" (%.2f)", worst[i][1])
 		}
-		p("| %s | %d | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %.1f %% | %d | %s | %d / %d |\n", m.Strategy, m.Successes, r, ri,
+		p("| %s | %d | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %.1f %% | %d | %s | %s |\n", m.Strategy, m.Successes, r, ri,
 			m.Wasted(), m.RateLimited, m.Blocked, m.Banned403, m.Denied, m.SlowBodies, m.Site403, m.Timeouts,
-			100*(m.TimeoutTime+m.StallTime).Seconds()/m.WorkerTime.Seconds(), m.Refusals, rec(m), m.Unrecovered, m.Unrecovered+len(m.Recovery))
+			100*(m.TimeoutTime+m.StallTime).Seconds()/m.WorkerTime.Seconds(), m.Refusals, sim.MedianRecoveryString(m), sim.UnrecoveredString(m))
 	}
 	p("\n")
 }
@@ -451,12 +451,4 @@ func span(a, b time.Duration) string {
 		}
 	}
 	return dur(a) + "–" + dur(b)
-}
-
-func rec(m sim.Metrics) string {
-	d := m.MedianRecovery()
-	if d < 0 {
-		return "never (most)"
-	}
-	return d.Round(100 * time.Millisecond).String()
 }
