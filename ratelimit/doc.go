@@ -33,8 +33,10 @@
 // allowance in any span of the window's length (a sliding log of its own requests), none before the
 // reset the origin announced. A fixed window is read off two resets a window apart; a sliding one,
 // whose resets are not, off one 429 whose Retry-After runs until the oldest of the pair's own
-// successes in a window of a natural length leaves it (fit.go). Package pool keeps what an origin's pairs learned as the first window
-// of its other pairs. Pair.Unannounced learns a window of up to a minute from 429s without
+// successes in a window of a natural length leaves it (fit.go). Package pool keeps what an origin's
+// pairs learned as the first window of its other pairs. A window that meets 429s more often than
+// its raises cost is distrusted, and the pair reads the window off a later 429 anew (learn.go).
+// Pair.Unannounced learns a window of up to a minute from 429s without
 // Retry-After, from the spacing of a pair's runs of them (unannounced.go), cutting nothing.
 //
 // Under Pair.Limited, a 429 without Retry-After cuts the pair's rate to half (never below the floor of one request a

@@ -29,6 +29,29 @@ func (o *slidingOrigin) request(at time.Time) (ok bool, retryAfter time.Duration
 	return false, (wait + time.Second - 1).Truncate(time.Second)
 }
 
+// sendUntilLearned sends through p to o at random, a request every 0–4 s when p's bucket lets it,
+// each answered 200–1000 ms later, until a 429 teaches p a window of its own (prior is what the
+// origin's other pairs learned) or for at most d from lt0. It returns that window, the instant it
+// stopped, and how many 429s it met.
+func sendUntilLearned(rng *rand.Rand, o *slidingOrigin, p *Pair, prior Window, d time.Duration) (learned Window, now time.Time, limited int) {
+	now = lt0
+	for learned.IsZero() && now.Before(lt0.Add(d)) {
+		now = now.Add(time.Duration(rng.IntN(4000)) * time.Millisecond)
+		if !Take(now, nil, p.Bucket(), nil) {
+			continue
+		}
+		ok, ra := o.request(now)
+		done := now.Add(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+		if ok {
+			p.Served(done)
+			continue
+		}
+		limited++
+		learned = p.Limited(done, ra, prior)
+	}
+	return learned, now, limited
+}
+
 // TestLimitedFitsASlidingWindow: a pair sending at random through an origin with a sliding
 // window of 10 a minute learns exactly that from the first 429 after it has watched its successes
 // for a minute — its resets, a sliding window's, are not a window apart, and the learning from two
@@ -40,23 +63,7 @@ func TestLimitedFitsASlidingWindow(t *testing.T) {
 	o := &slidingOrigin{n: 10, w: time.Minute}
 	p := newLearner(t)
 	latency := func() time.Duration { return time.Duration(200+rng.IntN(800)) * time.Millisecond }
-	now := lt0
-	var learned Window
-	for learned.IsZero() && now.Before(lt0.Add(10*time.Minute)) {
-		now = now.Add(time.Duration(rng.IntN(4000)) * time.Millisecond)
-		if !Take(now, nil, p.Bucket(), nil) {
-			continue
-		}
-		ok, ra := o.request(now)
-		done := now.Add(latency())
-		if ok {
-			p.Served(done)
-			continue
-		}
-		if w := p.Limited(done, ra, Window{}); !w.IsZero() {
-			learned = w
-		}
-	}
+	learned, now, _ := sendUntilLearned(rng, o, p, Window{}, 10*time.Minute)
 	if want := (Window{N: 10, Length: time.Minute}); learned != want {
 		t.Fatalf("learned %+v by %v, want %+v", learned, now.Sub(lt0), want)
 	}
@@ -143,5 +150,23 @@ func TestNoFitOnTheClocksBoundaries(t *testing.T) {
 		if got := onBoundary(int64(sec(tc.at).UnixNano())); got != tc.want {
 			t.Errorf("onBoundary(%v s) = %v, want %v", tc.at, got, tc.want)
 		}
+	}
+}
+
+// TestLimitedDistrustsAWrongPrior: a pair that takes a wrong prior at its first 429 (8 per 10 s:
+// the origin's other pairs misread its sliding window of 10 a minute) is held to it as a sure
+// window and meets 429s a minute or so apart; the second, with no raise between, makes it
+// distrust the window, and a later 429 fits the origin's true one, which it then reports for the
+// origin's other pairs.
+func TestLimitedDistrustsAWrongPrior(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	o := &slidingOrigin{n: 10, w: time.Minute}
+	p := newLearner(t)
+	learned, now, limited := sendUntilLearned(rng, o, p, Window{N: 8, Length: 10 * time.Second}, 30*time.Minute)
+	if want := (Window{N: 10, Length: time.Minute}); learned != want {
+		t.Fatalf("after %d 429s in %v: learned %+v, want %+v", limited, now.Sub(lt0), learned, want)
+	}
+	if limited < 3 {
+		t.Errorf("learned the window at the %d. 429, want at least the third: the prior's, the distrust's, the fit's", limited)
 	}
 }

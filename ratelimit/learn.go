@@ -17,7 +17,9 @@ import (
 // take that used it leaves the window, which is when a sliding window frees it. A pair held to a window that still meets a 429 (the origin allows less, or counts
 // a sliding window) is allowed one less per window, from the reset that 429 announced; one that
 // meets none for RaiseAfter windows is allowed one more, so that a site that allows more is found
-// out at the cost of one 429.
+// out at the cost of one 429. A sure window that meets a second 429 within RaiseAfter windows,
+// with no raise between, is no longer trusted: the pair notes its successes again, and a later
+// 429 fits the window anew (distrust).
 //
 // A pair that has learned nothing yet takes its origin's window (what its other pairs learned) at
 // its first 429: the origin's limit is usually the same for every IP.
@@ -81,6 +83,9 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 		if t-p.struck <= consecutive*w {
 			n--
 		}
+		if p.sure && p.struck != 0 && p.learned == p.struck && t-p.struck < RaiseAfter*w {
+			p.distrust(t)
+		}
 		p.struck = t
 		p.win.reset(n, w, reset)
 	case p.since != 0 && p.sent > 0 && reset-p.since <= consecutive*p.longest:
@@ -95,6 +100,16 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 	}
 	p.since, p.sent, p.learned = reset, 0, t
 	return own
+}
+
+// distrust makes the window the pair is held to unsure again at t, under p.mu: a second 429
+// within RaiseAfter windows, with no raise since the first, says the window is wrong, for a right
+// one meets a 429 only at a raise. A sure window can be wrong when it was the origin's prior,
+// learned by a pair that read two resets of a sliding window as a natural length (10 s apart, say,
+// for a window of a minute). The pair notes its successes again from t, so that a later 429 fits
+// the window (fit.go); until one does, it keeps up to recentCap instants.
+func (p *Pair) distrust(t int64) {
+	p.sure, p.tracked, p.recent = false, max(t, 1), p.recent[:0]
 }
 
 // naturalWindows are the window lengths rate limits are counted over, in practice.

@@ -29,12 +29,12 @@ type Pair struct {
 	win     *windowBudget // the window the pair is held to; nil: none
 
 	// What the pair learns of a window the origin does not announce (unannounced.go), under mu.
-	tracked  int64   // when the pair met its first 429 and began noting its successes; 0: not yet
-	sure     bool    // the window it is held to is one it learned for sure: recent is no longer kept
-	inRun    bool    // the last verdict noted was a 429 without Retry-After
-	runAt    int64   // when the current run of 429s began; 0: none yet
-	runSent  int64   // successes since then
-	recent   []int64 // the instants of its latest successes, oldest first (at most recentCap)
+	tracked int64   // when the pair began noting its successes (its first 429, or a distrust); 0: not yet
+	sure    bool    // the window it is held to is one it learned for sure: recent is no longer kept
+	inRun   bool    // the last verdict noted was a 429 without Retry-After
+	runAt   int64   // when the current run of 429s began; 0: none yet
+	runSent int64   // successes since then
+	recent  []int64 // the instants of its latest successes, oldest first (at most recentCap)
 }
 
 // Bucket returns the pair's bucket now: nil while the pair runs unthrottled.
