@@ -132,7 +132,7 @@ func restCap(now time.Time, t *ticket, v Verdict) time.Duration {
 		at = t.pair.episode.Load()
 	}
 	switch {
-	case v.Class == ClassRateLimited && v.RetryAfter <= 0:
+	case v.unannouncedLimit():
 		return UnannouncedRest
 	case v.Class != ClassBlocked && at == 0:
 		return 0
@@ -148,6 +148,10 @@ func restCap(now time.Time, t *ticket, v Verdict) time.Duration {
 	}
 	return c
 }
+
+// unannouncedLimit reports whether v is a 429 without Retry-After: a rate limit whose end the
+// origin did not say, which is no ban.
+func (v Verdict) unannouncedLimit() bool { return v.Class == ClassRateLimited && v.RetryAfter <= 0 }
 
 // banAgeShare: a ban is probed at least every banAgeShare-th of its age (restCap).
 const banAgeShare = 8

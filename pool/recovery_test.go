@@ -14,7 +14,11 @@ import (
 	"golang.org/x/time/rate"
 )
 
-var blockedVerdict = pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked}
+var (
+	blockedVerdict = pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked}
+	// flakyVerdict is a flaky exit's timeout: connection-level, the exit's trouble as much as the pair's.
+	flakyVerdict = pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
+)
 
 // newRecoveryPool is a pool of exits (nil: one, labelled x) on clk, seeded, sweeping inline, with
 // its origin guard off, and opts on top.
@@ -114,7 +118,7 @@ func TestBanProbesAtMostMaxBanProbeGap(t *testing.T) {
 	}
 	// The probe meets the exit's own trouble: it says nothing of the ban, and the next comes
 	// within ExitRest; the one after that meets the ban again, and the cadence is the ban's.
-	probe(pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true})
+	probe(flakyVerdict)
 	if wait := nextProbe(); wait > pool.ExitRest {
 		t.Errorf("a banned pair's probe timed out at the connection: next probe in %v, want at most ExitRest %v", wait, pool.ExitRest)
 	}
@@ -268,11 +272,10 @@ func TestBanProbePassesAnExitsRest(t *testing.T) {
 	p := newRecoveryPool(t, clk, nil,
 		pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}),
 		pool.WithExitSettings(breaker.Settings{FailureThreshold: 1, BaseCooldown: 10 * time.Minute, Jitter: -1}))
-	flaky := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 	l := mustPick(t, p, "shop")
 	l.Report(blockedVerdict) // the ban: the pair opens, the exit does not
 	l = mustPick(t, p, "news")
-	l.Report(flaky) // the exit's own trouble: it rests 10 min
+	l.Report(flakyVerdict) // the exit's own trouble: it rests 10 min
 	if s := exitStatus(t, p, "x").Breaker.State; s != breaker.Open {
 		t.Fatalf("exit after a connection-level timeout = %v, want open", s)
 	}
@@ -326,7 +329,6 @@ func TestBanProbePassesAnExitsRest(t *testing.T) {
 func TestExitRestsAtMostExitRest(t *testing.T) {
 	clk := clock.NewFake(leaseT0)
 	p := newRecoveryPool(t, clk, []*pool.Exit{pool.MustParseExit("10.0.0.1:3128").WithLabel("x"), pool.MustParseExit("10.0.0.2:3128").WithLabel("y")})
-	flaky := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 	pick := func(exit, origin string) pool.Lease {
 		t.Helper()
 		l, err := p.Pick(context.Background(), pool.Request{Origin: origin, Exit: exit})
@@ -337,12 +339,12 @@ func TestExitRestsAtMostExitRest(t *testing.T) {
 	}
 	for i := range 5 { // five failures on five origins: the exit trips, no pair does
 		l := pick("x", fmt.Sprintf("o%d.example", i))
-		l.Report(flaky)
+		l.Report(flakyVerdict)
 	}
 	for trip := range 6 {
 		if trip > 0 { // its probe fails: it trips one level up
 			l := pick("x", "probe.example")
-			l.Report(flaky)
+			l.Report(flakyVerdict)
 		}
 		s := exitStatus(t, p, "x").Breaker
 		if s.State != breaker.Open {
@@ -365,14 +367,13 @@ func TestExitRestsAtMostExitRest(t *testing.T) {
 func TestExitRestLeavesAnExitLadderOfYourOwn(t *testing.T) {
 	clk := clock.NewFake(leaseT0)
 	p := newRecoveryPool(t, clk, nil, pool.WithExitSettings(breaker.Settings{FailureThreshold: 1, MaxCooldown: time.Hour, Jitter: -1}))
-	flaky := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassTimeout, ConnLevel: true}
 	var wait time.Duration
 	for i := range 4 {
 		l, err := p.Pick(context.Background(), pool.Request{Origin: fmt.Sprintf("o%d.example", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.Report(flaky)
+		l.Report(flakyVerdict)
 		s := exitStatus(t, p, "x").Breaker
 		wait = s.NextProbe.Sub(clk.Now())
 		clk.Set(s.NextProbe)

@@ -32,7 +32,7 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter
 	// A block, or without configured limits a 429 without Retry-After, trips the pair at once: the
 	// next attempt would meet the same answer. Configured limits answer such a 429 by cutting the
 	// pair's pace (ratelimit.Pair.Limited), and it counts towards the threshold as before.
-	f.Decisive = v.Class == ClassBlocked || (f.MaxWindow > 0 && !p.limits)
+	f.Decisive = v.Class == ClassBlocked || (v.unannouncedLimit() && !p.limits)
 	switch {
 	case v.Outcome == Success:
 		t.pairPm.Success(now)
