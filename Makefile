@@ -29,26 +29,34 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-## bench: the benchmarks quoted in the README (pipe through benchstat to summarise).
+## bench: the benchmarks quoted in the README (pipe through benchstat to summarise). Each line
+## first checks that its benchmark exists in that package (a pattern that matches nothing would
+## print PASS and measure nothing).
+define bench_run
+	@$(GO) test -list '^$(2)$$' $(1) | grep -qx '$(2)' || { echo "make bench: no $(2) in $(1)"; exit 1; }
+	$(GO) test -run '^$$' -bench '$(3)' -benchmem $(4) $(1)
+endef
 bench:
-	$(GO) test -run '^$$' -bench '^BenchmarkPick$$/^exits=(10|1000)$$/' -benchmem -count 5 ./transport
-	$(GO) test -run '^$$' -bench '^BenchmarkPick$$/^exits=100000$$/' -benchmem -count 5 -benchtime 1000000x ./transport
-	$(GO) test -run '^$$' -bench '^Benchmark(Middleware|Loopback)$$' -benchmem -count 6 ./transport
-	$(GO) test -run '^$$' -bench '^BenchmarkRequestPath$$' -benchmem -count 6 ./store
-	$(GO) test -run '^$$' -bench '^BenchmarkFleetRateLimit$$' -benchmem -count 6 ./store/redis
-	$(GO) test -run '^$$' -bench '^BenchmarkObserver' -benchmem -count 6 ./otelbreaker
+	$(call bench_run,./pool,BenchmarkPick,^BenchmarkPick$$/^exits=(10|1000)/,-count 5)
+	$(call bench_run,./pool,BenchmarkPick,^BenchmarkPick$$/^exits=100000/,-count 5 -benchtime 1000000x)
+	$(call bench_run,./transport,BenchmarkMiddleware,^BenchmarkMiddleware$$,-count 6)
+	$(call bench_run,./transport,BenchmarkLoopback,^BenchmarkLoopback$$,-count 6)
+	$(call bench_run,./store,BenchmarkRequestPath,^BenchmarkRequestPath$$,-count 6)
+	$(call bench_run,./store/redis,BenchmarkFleetRateLimit,^BenchmarkFleetRateLimit$$,-count 6)
+	$(call bench_run,./otelbreaker,BenchmarkObserver,^BenchmarkObserver,-count 6)
 	cd bench && $(GO) run ./cmd/benchall
 
-## fuzz: run each fuzz target for FUZZTIME (default 30s).
+## fuzz: run every fuzz target in the module for FUZZTIME (default 30s) each. The targets are
+## found, not listed: `go test -list '^Fuzz'` in every package, so a new one cannot be missed;
+## the run fails when it finds none.
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime $(FUZZTIME) ./transport
-	$(GO) test -run '^$$' -fuzz '^FuzzReadExits$$' -fuzztime $(FUZZTIME) ./transport
-	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZTIME) ./transport
-	$(GO) test -run '^$$' -fuzz '^FuzzSettings$$' -fuzztime $(FUZZTIME) ./breaker
-	$(GO) test -run '^$$' -fuzz '^FuzzSOCKSWatch$$' -fuzztime $(FUZZTIME) ./transport
-	$(GO) test -run '^$$' -fuzz '^FuzzParseBasic$$' -fuzztime $(FUZZTIME) ./internal/proxytest
-	$(GO) test -run '^$$' -fuzz '^FuzzReadSOCKSRequest$$' -fuzztime $(FUZZTIME) ./internal/proxytest
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./store/redis
-	$(GO) test -run '^$$' -fuzz '^FuzzReadTargets$$' -fuzztime $(FUZZTIME) ./probe
-	$(GO) test -run '^$$' -fuzz '^FuzzNegotiation$$' -fuzztime $(FUZZTIME) ./statuspage
+	@set -e; n=0; \
+	for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			n=$$((n+1)); echo "make fuzz: $$f in $$pkg"; \
+			$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done; \
+	[ $$n -gt 0 ] || { echo "make fuzz: no fuzz target found"; exit 1; }; \
+	echo "make fuzz: $$n targets fuzzed for $(FUZZTIME) each"

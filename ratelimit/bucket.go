@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -9,9 +10,36 @@ import (
 // Bucket is one token bucket: a *rate.Limiter with a peek that takes nothing, or a Source kept
 // elsewhere (SourceBucket). A nil *Bucket is no limit: always ready, never takes. Safe for
 // concurrent use.
+//
+// Callers read their clock before they take, so concurrent takes reach the limiter out of order.
+// rate.Limiter moves its clock back to an earlier instant it is given and then credits the same
+// interval again on the next, later one: under load (a goroutine descheduled between reading the
+// clock and taking) a bucket over-admits. A Bucket therefore never hands its limiter an instant
+// before the latest one it has used (mu, last): a late take is made at that latest instant.
 type Bucket struct {
 	lim *rate.Limiter
 	src Source // when set, lim is nil and the tokens are the source's
+
+	mu   sync.Mutex // held across each call that moves lim's clock
+	last time.Time  // the latest instant handed to lim
+}
+
+// lock takes b's mutex and returns the instant to hand its limiter for a call at now: now, or the
+// latest instant already used when now is earlier. The caller unlocks b.mu.
+func (b *Bucket) lock(now time.Time) time.Time {
+	b.mu.Lock()
+	if now.Before(b.last) {
+		return b.last
+	}
+	b.last = now
+	return now
+}
+
+// setLimit sets the bucket's rate at now (rate.Limiter.SetLimitAt on a monotone instant).
+func (b *Bucket) setLimit(now time.Time, r rate.Limit) {
+	t := b.lock(now)
+	b.lim.SetLimitAt(t, r)
+	b.mu.Unlock()
 }
 
 // NewBucket returns a full bucket shaped by l, or nil for the zero Limit.
@@ -99,45 +127,75 @@ func (b *Bucket) local() *Bucket {
 	return b
 }
 
-// takeLocal is Take for buckets that are all local (or nil).
+// takeLocal is Take for buckets that are all local (or nil). Each bucket is locked only around
+// its own reservation or cancellation (never two at once, so no lock order to keep), at an
+// instant no earlier than any it has seen.
 func takeLocal(now time.Time, a, b, c *Bucket) bool {
 	// Compact the buckets that apply into x, y, z.
-	var x, y, z *rate.Limiter
+	var x, y, z *Bucket
 	for _, bk := range [...]*Bucket{a, b, c} {
 		switch {
 		case bk == nil:
 		case x == nil:
-			x = bk.lim
+			x = bk
 		case y == nil:
-			y = bk.lim
+			y = bk
 		default:
-			z = bk.lim
+			z = bk
 		}
 	}
+	if x == nil {
+		return true
+	}
 	if y == nil {
-		return x == nil || x.AllowN(now, 1)
+		t := x.lock(now)
+		ok := x.lim.AllowN(t, 1)
+		x.mu.Unlock()
+		return ok
 	}
 	// Written out, not looped over an array of *rate.Reservation: that would move them to the heap.
-	rx := x.ReserveN(now, 1)
-	if !rx.OK() || rx.DelayFrom(now) > 0 {
-		rx.CancelAt(now)
+	tx := x.lock(now)
+	rx := x.lim.ReserveN(tx, 1)
+	okx := rx.OK() && rx.DelayFrom(tx) <= 0
+	if !okx {
+		rx.CancelAt(tx)
+	}
+	x.mu.Unlock()
+	if !okx {
 		return false
 	}
-	ry := y.ReserveN(now, 1)
-	if !ry.OK() || ry.DelayFrom(now) > 0 {
-		ry.CancelAt(now)
-		rx.CancelAt(now)
+	ty := y.lock(now)
+	ry := y.lim.ReserveN(ty, 1)
+	oky := ry.OK() && ry.DelayFrom(ty) <= 0
+	if !oky {
+		ry.CancelAt(ty)
+	}
+	y.mu.Unlock()
+	if !oky {
+		x.cancel(now, rx)
 		return false
 	}
 	if z == nil {
 		return true
 	}
-	rz := z.ReserveN(now, 1)
-	if !rz.OK() || rz.DelayFrom(now) > 0 {
-		rz.CancelAt(now)
-		ry.CancelAt(now)
-		rx.CancelAt(now)
+	tz := z.lock(now)
+	rz := z.lim.ReserveN(tz, 1)
+	okz := rz.OK() && rz.DelayFrom(tz) <= 0
+	if !okz {
+		rz.CancelAt(tz)
+	}
+	z.mu.Unlock()
+	if !okz {
+		y.cancel(now, ry)
+		x.cancel(now, rx)
 		return false
 	}
 	return true
+}
+
+// cancel gives back a reservation made on b, at an instant no earlier than b's latest.
+func (b *Bucket) cancel(now time.Time, r *rate.Reservation) {
+	t := b.lock(now)
+	r.CancelAt(t)
+	b.mu.Unlock()
 }

@@ -194,6 +194,6 @@ func (p *Pair) Challenged(now time.Time) rate.Limit {
 		return b.Limit() // a window the origin announced is not the challenge's doing
 	}
 	r := max(b.lim.Limit()*0.9, p.cfg.Floor)
-	b.lim.SetLimitAt(now, r)
+	b.setLimit(now, r)
 	return r
 }

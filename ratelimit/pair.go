@@ -68,7 +68,7 @@ func (p *Pair) cutLocked(now time.Time) rate.Limit {
 		return r
 	}
 	r := max(b.lim.Limit()*rate.Limit(p.cfg.Decrease), p.cfg.Floor)
-	b.lim.SetLimitAt(now, r)
+	b.setLimit(now, r)
 	return r
 }
 
@@ -96,14 +96,14 @@ func (p *Pair) growLocked(now time.Time) rate.Limit {
 	}
 	r := b.lim.Limit() + p.ceiling*rate.Limit(p.cfg.Step)
 	if r < p.ceiling {
-		b.lim.SetLimitAt(now, r)
+		b.setLimit(now, r)
 		return r
 	}
 	if !p.static {
 		p.bucket.Store(nil)
 		return rate.Inf
 	}
-	b.lim.SetLimitAt(now, p.ceiling)
+	b.setLimit(now, p.ceiling)
 	return p.ceiling
 }
 
