@@ -18,8 +18,15 @@ import (
 // fleetLimits returns the option that makes every exit's PerExit limit l a fleet budget drawn
 // from st.
 func fleetLimits(l ratelimit.Limit) func(st *redisstore.Store) pool.Option {
+	return fleetLimitsOf(ratelimit.Limits{PerExit: l})
+}
+
+// fleetLimitsOf returns the option that sets lim, with the member's store as its exit source.
+func fleetLimitsOf(lim ratelimit.Limits) func(st *redisstore.Store) pool.Option {
 	return func(st *redisstore.Store) pool.Option {
-		return pool.WithRateLimits(ratelimit.Limits{PerExit: l, ExitSource: st.ExitSource})
+		l := lim
+		l.ExitSource = st.ExitSource
+		return pool.WithRateLimits(l)
 	}
 }
 
