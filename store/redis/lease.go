@@ -85,21 +85,31 @@ func (b *fleetBucket) Ready(now time.Time) (bool, time.Time) {
 		return true, time.Time{}
 	}
 	b.wake(now)
-	if b.late(now) {
+	switch {
+	case b.late(now):
 		return b.fallbackReady(now)
+	case b.coming(now):
+		return true, time.Time{} // Take waits for the lease on its way
 	}
 	return false, b.nextTry(now)
 }
 
-// Take implements ratelimit.Source.
+// Take implements ratelimit.Source: a leased token; while degraded, or when the lease is late, a
+// fallback token; with neither but a lease on its way, it waits for the lease (arrival.go).
 func (b *fleetBucket) Take(now time.Time) bool {
-	if b.st.degraded.Load() {
-		return b.fallbackTake(now)
+	if !b.st.degraded.Load() && b.takeLeased(now) {
+		return true // the common case: one compare-and-swap
 	}
+	return b.await(now)
+}
+
+// takeLeased takes one leased token, if one is there, and wakes the lease loop when the tokens
+// left are few.
+func (b *fleetBucket) takeLeased(now time.Time) bool {
 	for {
 		n := b.tokens.Load()
 		if n <= 0 {
-			break
+			return false
 		}
 		if b.tokens.CompareAndSwap(n, n-1) {
 			if n-1 <= b.low {
@@ -108,11 +118,6 @@ func (b *fleetBucket) Take(now time.Time) bool {
 			return true
 		}
 	}
-	b.wake(now)
-	if b.late(now) {
-		return b.fallbackTake(now)
-	}
-	return false
 }
 
 // Return implements ratelimit.Source. A fallback token is not given back (it may be one the
@@ -248,6 +253,7 @@ func (st *Store) leaseLoop() {
 // lease leases tokens for due in one pipeline and returns the buckets whose fleet bucket was
 // empty (to try again at their retryAt). While degraded it leases nothing: the fallbacks serve.
 func (st *Store) lease(due []*fleetBucket) (empty []*fleetBucket) {
+	defer st.endLeaseRound()
 	var asks []*fleetBucket
 	for _, b := range due {
 		if st.degraded.Load() || b.tokens.Load() > b.low {

@@ -214,8 +214,11 @@ type Store struct {
 
 	leaseWake chan *fleetBucket
 	leaseRTT  atomic.Int64 // moving average of a lease round trip, ns
-	bucketsMu sync.Mutex
-	buckets   []*fleetBucket
+	// leaseRound is closed when the lease loop's current round ends (and replaced by the next's):
+	// requests waiting for tokens on their way wait on it (arrival.go).
+	leaseRound atomic.Pointer[chan struct{}]
+	bucketsMu  sync.Mutex
+	buckets    []*fleetBucket
 
 	published, applied, dropped, reconciles          atomic.Uint64
 	claims, claimsRefused, leases, leased, fallbacks atomic.Uint64
@@ -248,6 +251,8 @@ func New(c goredis.UniversalClient, s Settings) (*Store, error) {
 		holds:     map[string]*hold{},
 		leaseWake: make(chan *fleetBucket, 1024),
 	}
+	round := make(chan struct{})
+	st.leaseRound.Store(&round)
 	st.degraded.Store(true)
 	st.health = Health{Degraded: true, Since: time.Now(), Err: errNotSynced}
 	st.wg.Add(3)
