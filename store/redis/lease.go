@@ -25,6 +25,12 @@ import (
 // and when a lease is late by more than LeaseWait, which makes it so — each member draws from a
 // local bucket of FallbackShare × l instead, so requests keep flowing.
 //
+// A request refused for want of a token (ratelimit.Limits.FailFast) is one the budget could not
+// serve: the fleet bucket was found empty, or while degraded the fallback bucket is. A request that
+// finds no leased token while a lease is on its way — the first after the store turned healthy,
+// after leased tokens expired, or when a batch was spent before its renewal came — waits for that
+// lease instead, at most until it is late (LeaseWait), when the fallback serves it.
+//
 // The bucket runs on Redis's clock and real time: use it with the system clock.
 func (st *Store) ExitSource(label string, l ratelimit.Limit) ratelimit.Source {
 	if l.IsZero() || !(l.Rate > 0) || l.Rate == rate.Inf || l.Burst < 1 {

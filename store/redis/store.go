@@ -70,7 +70,8 @@ type Settings struct {
 	// its burst. Negative is an error.
 	LeaseBatch int
 	// LeaseWait is how long a request may go without a token because a lease is late (Redis slow
-	// or gone) before the exit's fallback bucket serves it. Default 50 ms; negative is an error.
+	// or gone) before the exit's fallback bucket serves it; the request waits for the lease until
+	// then, even with limits that fail fast. Default 50 ms; negative is an error.
 	LeaseWait time.Duration
 	// LeaseTTL: leased tokens not used within it are dropped, so an idle member cannot hoard a
 	// burst and spend it later on top of the fleet's. Default 1 s; negative is an error.
