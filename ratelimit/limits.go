@@ -54,7 +54,10 @@ type Limits struct {
 	// Adaptive tunes the pace adaptation of pairs on 429s and challenge pages.
 	Adaptive Adaptive
 	// FailFast makes a request that finds no token fail at once with a *ThrottledError that says
-	// how long it would have waited, instead of waiting.
+	// how long it would have waited, instead of waiting. A budget kept by a Source (ExitSource)
+	// refuses only when it has no token to give: tokens on their way (store/redis: a lease in
+	// flight while the store is healthy) are waited for, at most the bound the Source documents,
+	// not refused.
 	FailFast bool
 	// ExitSource, when set, is asked once per limited exit (as the exit joins the pool) for a Source
 	// to draw that exit's tokens from instead of a local bucket — a fleet's shared budget, such as

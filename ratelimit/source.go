@@ -12,13 +12,16 @@ import (
 // the transport then peeks at and takes from exactly as it does a local one.
 //
 // Its methods run on the request path, under no lock, from many goroutines at once: they must be
-// safe for concurrent use, must not block (no network round trip: work that needs one is handed to
-// a goroutine of the source's own), and should not allocate.
+// safe for concurrent use, must not make a network round trip (work that needs one is handed to a
+// goroutine of the source's own), and should not allocate when a token is there. Only Take may
+// wait, and only for tokens already on their way (a lease in flight), for a bounded time the
+// source documents: a limit that fails fast refuses only a request the source cannot serve.
 type Source interface {
-	// Ready reports whether Take at now would succeed, taking nothing. When it would not, at is the
-	// soonest instant worth asking again.
+	// Ready reports whether Take at now would succeed, taking nothing — or would wait for tokens
+	// on their way. When it would not, at is the soonest instant worth asking again.
 	Ready(now time.Time) (ok bool, at time.Time)
-	// Take takes one token at now, or none, and reports whether it did.
+	// Take takes one token at now, or none, and reports whether it did. With no token at hand but
+	// tokens on their way it may wait for them, boundedly.
 	Take(now time.Time) bool
 	// Return gives back a token Take took at now: Take calls it when another bucket of the same
 	// all-or-none take had no token.

@@ -25,6 +25,12 @@ import (
 // and when a lease is late by more than LeaseWait, which makes it so — each member draws from a
 // local bucket of FallbackShare × l instead, so requests keep flowing.
 //
+// A request refused for want of a token (ratelimit.Limits.FailFast) is one the budget could not
+// serve: the fleet bucket was found empty, or while degraded the fallback bucket is. A request that
+// finds no leased token while a lease is on its way — the first after the store turned healthy,
+// after leased tokens expired, or when a batch was spent before its renewal came — waits for that
+// lease instead, at most until it is late (LeaseWait), when the fallback serves it.
+//
 // The bucket runs on Redis's clock and real time: use it with the system clock.
 func (st *Store) ExitSource(label string, l ratelimit.Limit) ratelimit.Source {
 	if l.IsZero() || !(l.Rate > 0) || l.Rate == rate.Inf || l.Burst < 1 {
@@ -85,21 +91,31 @@ func (b *fleetBucket) Ready(now time.Time) (bool, time.Time) {
 		return true, time.Time{}
 	}
 	b.wake(now)
-	if b.late(now) {
+	switch {
+	case b.late(now):
 		return b.fallbackReady(now)
+	case b.coming(now):
+		return true, time.Time{} // Take waits for the lease on its way
 	}
 	return false, b.nextTry(now)
 }
 
-// Take implements ratelimit.Source.
+// Take implements ratelimit.Source: a leased token; while degraded, or when the lease is late, a
+// fallback token; with neither but a lease on its way, it waits for the lease (arrival.go).
 func (b *fleetBucket) Take(now time.Time) bool {
-	if b.st.degraded.Load() {
-		return b.fallbackTake(now)
+	if !b.st.degraded.Load() && b.takeLeased(now) {
+		return true // the common case: one compare-and-swap
 	}
+	return b.await(now)
+}
+
+// takeLeased takes one leased token, if one is there, and wakes the lease loop when the tokens
+// left are few.
+func (b *fleetBucket) takeLeased(now time.Time) bool {
 	for {
 		n := b.tokens.Load()
 		if n <= 0 {
-			break
+			return false
 		}
 		if b.tokens.CompareAndSwap(n, n-1) {
 			if n-1 <= b.low {
@@ -108,11 +124,6 @@ func (b *fleetBucket) Take(now time.Time) bool {
 			return true
 		}
 	}
-	b.wake(now)
-	if b.late(now) {
-		return b.fallbackTake(now)
-	}
-	return false
 }
 
 // Return implements ratelimit.Source. A fallback token is not given back (it may be one the
@@ -248,6 +259,7 @@ func (st *Store) leaseLoop() {
 // lease leases tokens for due in one pipeline and returns the buckets whose fleet bucket was
 // empty (to try again at their retryAt). While degraded it leases nothing: the fallbacks serve.
 func (st *Store) lease(due []*fleetBucket) (empty []*fleetBucket) {
+	defer st.endLeaseRound()
 	var asks []*fleetBucket
 	for _, b := range due {
 		if st.degraded.Load() || b.tokens.Load() > b.low {

@@ -70,7 +70,8 @@ type Settings struct {
 	// its burst. Negative is an error.
 	LeaseBatch int
 	// LeaseWait is how long a request may go without a token because a lease is late (Redis slow
-	// or gone) before the exit's fallback bucket serves it. Default 50 ms; negative is an error.
+	// or gone) before the exit's fallback bucket serves it; the request waits for the lease until
+	// then, even with limits that fail fast. Default 50 ms; negative is an error.
 	LeaseWait time.Duration
 	// LeaseTTL: leased tokens not used within it are dropped, so an idle member cannot hoard a
 	// burst and spend it later on top of the fleet's. Default 1 s; negative is an error.
@@ -214,8 +215,11 @@ type Store struct {
 
 	leaseWake chan *fleetBucket
 	leaseRTT  atomic.Int64 // moving average of a lease round trip, ns
-	bucketsMu sync.Mutex
-	buckets   []*fleetBucket
+	// leaseRound is closed when the lease loop's current round ends (and replaced by the next's):
+	// requests waiting for tokens on their way wait on it (arrival.go).
+	leaseRound atomic.Pointer[chan struct{}]
+	bucketsMu  sync.Mutex
+	buckets    []*fleetBucket
 
 	published, applied, dropped, reconciles          atomic.Uint64
 	claims, claimsRefused, leases, leased, fallbacks atomic.Uint64
@@ -248,6 +252,8 @@ func New(c goredis.UniversalClient, s Settings) (*Store, error) {
 		holds:     map[string]*hold{},
 		leaseWake: make(chan *fleetBucket, 1024),
 	}
+	round := make(chan struct{})
+	st.leaseRound.Store(&round)
 	st.degraded.Store(true)
 	st.health = Health{Degraded: true, Since: time.Now(), Err: errNotSynced}
 	st.wg.Add(3)
