@@ -27,31 +27,33 @@ import (
 // nginxForbidden is nginx's own 403 page: no challenge, no vendor marker.
 const nginxForbidden = "<html>\r\n<head><title>403 Forbidden</title></head>\r\n<body>\r\n<center><h1>403 Forbidden</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
 
-// TestIntegPlain403ByEvidence is issue 12's plain-403 case through real forward proxies on
-// 127.0.0.1: origin "banned" answers nginx's plain 403 to requests through X and serves them
-// through Y and Z, so X's 403s are a block of the (X, banned) pair from the second in a row (the
-// first may be a page the site forbids everyone), which opens at once; origin "closed" answers 403 to every exit — the site's answer — and no pair of it opens.
-func TestIntegPlain403ByEvidence(t *testing.T) {
-	reg := &proxytest.Registry{}
-	forbid := func(w http.ResponseWriter) {
-		w.Header().Set("Server", "nginx")
-		w.Header().Set("Content-Type", "text/html")
-		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, nginxForbidden)
-	}
-	banned := integOrigin(t, false, func(w http.ResponseWriter, r *http.Request, _ string) bool {
-		if name, _ := reg.Lookup(r); name == "X" {
-			forbid(w)
+// nginxForbid answers nginx's plain 403 page.
+func nginxForbid(w http.ResponseWriter) {
+	w.Header().Set("Server", "nginx")
+	w.Header().Set("Content-Type", "text/html")
+	w.WriteHeader(http.StatusForbidden)
+	io.WriteString(w, nginxForbidden)
+}
+
+// banningOrigin starts an origin (integOrigin) that answers nginx's plain 403 to requests through
+// the proxy reg knows as exit, and serves the others.
+func banningOrigin(t *testing.T, reg *proxytest.Registry, exit string) *httptest.Server {
+	t.Helper()
+	return integOrigin(t, false, func(w http.ResponseWriter, r *http.Request, _ string) bool {
+		if name, _ := reg.Lookup(r); name == exit {
+			nginxForbid(w)
 			return true
 		}
 		return false
 	})
-	closed := integOrigin(t, false, func(w http.ResponseWriter, r *http.Request, _ string) bool {
-		forbid(w)
-		return true
-	})
+}
+
+// plain403Exits starts a forward proxy on 127.0.0.1 per name, known to reg by that name, closed
+// when the test ends, and returns the exits through them, labelled by name.
+func plain403Exits(t *testing.T, reg *proxytest.Registry, names ...string) []*pool.Exit {
+	t.Helper()
 	var exits []*pool.Exit
-	for _, name := range []string{"X", "Y", "Z"} {
+	for _, name := range names {
 		px, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
 		if err != nil {
 			t.Fatal(err)
@@ -59,6 +61,21 @@ func TestIntegPlain403ByEvidence(t *testing.T) {
 		t.Cleanup(func() { px.Close() })
 		exits = append(exits, integExit(t, px.URL(), name))
 	}
+	return exits
+}
+
+// TestIntegPlain403ByEvidence is issue 12's plain-403 case through real forward proxies on
+// 127.0.0.1: origin "banned" answers nginx's plain 403 to requests through X and serves them
+// through Y and Z, so X's 403s are a block of the (X, banned) pair from the second in a row (the
+// first may be a page the site forbids everyone), which opens at once; origin "closed" answers 403 to every exit — the site's answer — and no pair of it opens.
+func TestIntegPlain403ByEvidence(t *testing.T) {
+	reg := &proxytest.Registry{}
+	banned := banningOrigin(t, reg, "X")
+	closed := integOrigin(t, false, func(w http.ResponseWriter, r *http.Request, _ string) bool {
+		nginxForbid(w)
+		return true
+	})
+	exits := plain403Exits(t, reg, "X", "Y", "Z")
 	tr, c := integNew(t, []*httptest.Server{banned, closed}, pool.WithExits(exits...), pool.WithClock(newIntegClock()),
 		pool.WithPairSettings(breaker.Settings{Rand: integHalf}))
 	get := func(u, exit string) int {
@@ -126,25 +143,8 @@ func TestIntegPlain403ByEvidence(t *testing.T) {
 // first (the site's answer) a success for all of them.
 func TestIntegPlain403BanIsABlockEverywhere(t *testing.T) {
 	reg := &proxytest.Registry{}
-	banned := integOrigin(t, false, func(w http.ResponseWriter, r *http.Request, _ string) bool {
-		if name, _ := reg.Lookup(r); name == "X" {
-			w.Header().Set("Server", "nginx")
-			w.Header().Set("Content-Type", "text/html")
-			w.WriteHeader(http.StatusForbidden)
-			io.WriteString(w, nginxForbidden)
-			return true
-		}
-		return false
-	})
-	var exits []*pool.Exit
-	for _, name := range []string{"X", "Y", "Z"} {
-		px, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { px.Close() })
-		exits = append(exits, integExit(t, px.URL(), name))
-	}
+	banned := banningOrigin(t, reg, "X")
+	exits := plain403Exits(t, reg, "X", "Y", "Z")
 	spans := tracetest.NewSpanRecorder()
 	reader := sdkmetric.NewManualReader()
 	otelObs, err := otelbreaker.New(
