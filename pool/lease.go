@@ -37,9 +37,10 @@ type Request struct {
 // the pool — a probe slot, its count of leases out. A Lease is a value meant to be used by one
 // goroutine: do not copy it after the first use. The zero Lease ignores every call.
 type Lease struct {
-	p    *Pool
-	t    ticket
-	done bool
+	p      *Pool
+	t      ticket
+	done   bool
+	judged bool // JudgeAt judged the verdict: the report does not judge it again
 }
 
 // LeaseInfo describes a lease when it was picked.
@@ -97,13 +98,13 @@ func (l *Lease) Report(v Verdict) Reported {
 // ReportAt gives the lease its verdict at now and returns the breakers' states afterwards. Only the
 // first Report or Release of a lease counts; later ones do nothing. How a verdict moves the
 // breakers is the Verdict's to say: see Outcome and Scope; a Suspect one is judged first (see
-// Verdict.Suspect), and Reported.Verdict says how.
+// Verdict.Suspect), unless JudgeAt judged the lease's verdict already, and Reported.Verdict says how.
 func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
 	if l.p == nil || l.done {
 		return Reported{}
 	}
 	l.done = true
-	if v.Suspect {
+	if v.Suspect && !l.judged {
 		v = l.p.judgeSuspect(now, &l.t, v) // rare: kept off the common report's path
 	}
 	if v.Outcome == Transient || v.Outcome == Permanent {
@@ -111,6 +112,21 @@ func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
 	}
 	pair, exit := l.p.finish(now, &l.t, v)
 	return Reported{PairState: pair, ExitState: exit, Verdict: v}
+}
+
+// JudgeAt returns v as the lease's report would count it at now, without reporting it: a Suspect
+// verdict judged by the origin's SuspectPolicy (see Verdict.Suspect), any other as it is. It is for
+// a caller that must act on the verdict before it reports it, such as package transport, which
+// returns a response when its headers arrive and reports a success when its body ends. The
+// judgement stands: once JudgeAt has judged a Suspect verdict, the lease's report counts the
+// verdict it is given as it is, so give it the one JudgeAt returned (or a failure found later, such
+// as a body that died). The zero Lease and a lease already reported return v.
+func (l *Lease) JudgeAt(now time.Time, v Verdict) Verdict {
+	if l.p == nil || l.done || !v.Suspect {
+		return v
+	}
+	l.judged = true
+	return l.p.judgeSuspect(now, &l.t, v)
 }
 
 // Release is shorthand for ReleaseAt(now) with now read from the pool's clock.

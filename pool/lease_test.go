@@ -137,6 +137,56 @@ func TestLeaseReportsOnce(t *testing.T) {
 	}
 }
 
+// TestJudgeAtStandsForTheReport: JudgeAt tells a caller before the report how the pool counts a
+// plain 403 (a block of a pair whose exit is refused while others are served), and the report
+// counts the verdict JudgeAt gave, not a second judgement on evidence that moved meanwhile: e2's
+// first 403, judged the site's answer, stays a success though another lease's 403 through e2 was
+// reported before it (which would make it a second in a row).
+func TestJudgeAtStandsForTheReport(t *testing.T) {
+	p, _ := newSuspectPool(t, 4)
+	for _, e := range []string{"e0", "e1"} {
+		l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.example", Exit: e})
+		if err != nil {
+			t.Fatalf("Pick(via %s) = %v", e, err)
+		}
+		l.Report(pageVerdict)
+	}
+	pick := func(step int) pool.Lease {
+		t.Helper()
+		l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.example", Exit: "e2"})
+		if err != nil {
+			t.Fatalf("step %d: Pick(via e2) = %v", step, err)
+		}
+		return l
+	}
+	first, second := pick(0), pick(1)
+	if got := first.JudgeAt(syncT0, plain403Verdict); got != plain403Verdict {
+		t.Errorf("step 0: JudgeAt(first 403 via e2) = %+v, want %+v (the site's answer)", got, plain403Verdict)
+	}
+	if got := second.Report(plain403Verdict); got.Verdict != plain403Verdict {
+		t.Errorf("step 1: Report(another first 403 via e2) = %+v, want %+v", got.Verdict, plain403Verdict)
+	}
+	if got := first.Report(plain403Verdict); got.Verdict != plain403Verdict || got.PairState != breaker.Closed {
+		t.Errorf("step 2: Report(the judged 403) = %+v, pair %v; want %+v, pair closed: JudgeAt's judgement stands",
+			got.Verdict, got.PairState, plain403Verdict)
+	}
+	third := pick(3)
+	got := third.JudgeAt(syncT0, plain403Verdict)
+	if got != judgedBlock {
+		t.Fatalf("step 3: JudgeAt(403 via e2 after two) = %+v, want %+v", got, judgedBlock)
+	}
+	if r := third.Report(got); r.Verdict != judgedBlock || r.PairState != breaker.Open {
+		t.Errorf("step 3: Report(judged block) = %+v, pair %v; want %+v, pair open", r.Verdict, r.PairState, judgedBlock)
+	}
+	if got := third.JudgeAt(syncT0, plain403Verdict); got != plain403Verdict {
+		t.Errorf("JudgeAt after the report = %+v, want the verdict as given", got)
+	}
+	var zero pool.Lease
+	if got := zero.JudgeAt(syncT0, plain403Verdict); got != plain403Verdict {
+		t.Errorf("zero Lease JudgeAt = %+v, want the verdict as given", got)
+	}
+}
+
 // TestRetriesAvoidFailedExits: a failure reported on a lease picked with Retries makes the next
 // pick of that logical request go elsewhere while another exit is ready.
 func TestRetriesAvoidFailedExits(t *testing.T) {

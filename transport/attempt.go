@@ -81,7 +81,8 @@ type attempt struct {
 	slow      atomic.Pointer[SlowBodyError]
 }
 
-// finish applies the verdict once, stops the timer and reports the attempt to observers.
+// finish applies the verdict once, stops the timer and reports the attempt to observers, with the
+// verdict as the pool counted it.
 func (a *attempt) finish(v pool.Verdict, status int, err error) {
 	if !a.done.CompareAndSwap(false, true) {
 		return
@@ -91,7 +92,7 @@ func (a *attempt) finish(v pool.Verdict, status int, err error) {
 	after := a.lease.ReportAt(now, v)
 	if len(a.t.obs) > 0 {
 		a.t.obs.finished(a.ctx, AttemptResult{
-			AttemptInfo: a.info, Verdict: v, StatusCode: status, Err: err,
+			AttemptInfo: a.info, Verdict: after.Verdict, StatusCode: status, Err: err,
 			Latency: now.Sub(a.info.At), PairStateAfter: after.PairState, ExitStateAfter: after.ExitState,
 		})
 	}

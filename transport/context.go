@@ -77,8 +77,10 @@ func ExitFromResponse(resp *http.Response) *pool.Exit {
 
 // VerdictFromResponse returns how the transport classified resp when its headers arrived: the
 // class of a 429 (rate_limited), a challenge page (blocked, with the Detector), a 407 from the proxy
-// (proxy_auth), and so on. ok is false if resp did not come through a Transport. A success can still
-// turn into a body_read failure if the body dies mid-read; observers see that final verdict.
+// (proxy_auth), and so on, with a plain 403 as the pool judged it then (pool.Verdict.Suspect): a ban
+// is blocked (Detector "forbidden"), the verdict the breakers count and observers see. ok is false
+// if resp did not come through a Transport. A success can still turn into a body_read failure if
+// the body dies mid-read; observers see that final verdict.
 func VerdictFromResponse(resp *http.Response) (v pool.Verdict, ok bool) {
 	a := attemptOf(resp)
 	if a == nil {

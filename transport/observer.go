@@ -42,6 +42,8 @@ type AttemptInfo struct {
 // AttemptResult describes a finished attempt.
 type AttemptResult struct {
 	AttemptInfo
+	// Verdict is the verdict the pool counted (pool.Reported.Verdict): a plain 403 the pool judged
+	// a ban is Transient, ClassBlocked (see pool.Verdict.Suspect), as VerdictFromResponse says.
 	Verdict    pool.Verdict
 	StatusCode int   // 0 when no response arrived
 	Err        error // the transport error, when no response arrived

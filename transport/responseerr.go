@@ -8,7 +8,7 @@ import (
 
 // ErrorFromResponse returns an *AttemptError for a response the transport counted against the exit
 // that carried it — a 407 from the proxy, a 429, a challenge or block page (one served with 200
-// too), a 502/503/504, the proxy's own error page — and nil for a response the exit did its job
+// too), a plain 403 the pool judged a ban, a 502/503/504, the proxy's own error page — and nil for a response the exit did its job
 // with (2xx, 3xx, a 404 or another 4xx the origin sent, the origin's own 500) or one that did not
 // come through a Transport.
 //

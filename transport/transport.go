@@ -216,6 +216,11 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		at.Err = err
 	}
 	v := t.classifier.Classify(at)
+	if v.Suspect {
+		// The pool's judgement of a plain 403 (a ban, or the site's answer), now: the caller and
+		// the observers are told the verdict the breakers count, and a ban fails here, as a block.
+		v = a.lease.JudgeAt(at.Now, v)
+	}
 	resp = at.Response
 	if resp != nil {
 		// Fixed from here on: VerdictFromResponse reads them, and so may the timer once the phase
