@@ -27,6 +27,7 @@ type NoHealthyExitError struct {
 	RetryIn time.Duration // until the soonest exit becomes probeable; 0 if unknown
 }
 
+// Error names the origin, the exits in the pool and the time until the soonest probe.
 func (e *NoHealthyExitError) Error() string {
 	if e.Exits == 0 {
 		return fmt.Sprintf("pool: no healthy exit for %s: the pool has no exits", e.Origin)
@@ -47,6 +48,7 @@ type OriginUnhealthyError struct {
 	RetryIn      time.Duration // until the origin may be probed
 }
 
+// Error names the origin, how many exits failed it and the time until its next probe.
 func (e *OriginUnhealthyError) Error() string {
 	return fmt.Sprintf("pool: origin %s unhealthy: %d exits failed it at once, next probe in %v",
 		e.Origin, e.FailingExits, e.RetryIn.Round(time.Millisecond))
@@ -65,6 +67,8 @@ type ThrottledError struct {
 	Err     error
 }
 
+// Error names the bucket that lacked a token, the origin and the time until the next token,
+// followed by the caller's context error when there is one.
 func (e *ThrottledError) Error() string {
 	msg := fmt.Sprintf("pool: throttled: no %s token for %s, next in %v", e.Scope, e.Origin, e.RetryIn.Round(time.Millisecond))
 	if e.Err != nil {

@@ -39,12 +39,12 @@ socks5h://user:secret@10.0.1.1:1080 tier=1
 	// 3 exits
 }
 
-// A bad line is an error that gives its line number and shows the proxy with its password
-// redacted; no exit of the list is returned.
+// A bad line is an error that gives its line number and the field that is wrong, and shows the
+// proxy with its password redacted; no exit of the list is returned.
 func ExampleReadExits_badLine() {
 	list := "10.0.0.1:3128:user:secret label=ok\nhttp://user:secret@10.0.0.2:99999\n"
 	exits, err := pool.ReadExits(strings.NewReader(list))
 	fmt.Println(len(exits), err)
 	// Output:
-	// 0 pool: proxy list: line 2: pool: proxy "http://user:xxxxx@10.0.0.2:99999": bad port "99999"
+	// 0 pool: proxy list: line 2: field 1: proxy "http://user:xxxxx@10.0.0.2:99999": bad port "99999"
 }

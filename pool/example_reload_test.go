@@ -114,6 +114,6 @@ func ExampleReloader() {
 	// loaded: added 2, removed 0, replaced 0, updated 0, kept 0 <nil>
 	// unchanged file reloaded: false
 	// edited: added 1, removed 0, replaced 0, updated 0, kept 2 <nil>
-	// bad file: proxy list: line 2: proxy dc-2: weight "-1": want a positive number
+	// bad file: proxy list: line 2: proxy dc-2: field 3: weight "-1": want a positive number
 	// 3 exits kept
 }

@@ -47,8 +47,13 @@ const maxListLine = 64 << 10
 //
 // Blank lines and lines starting with # are skipped. A line may hold up to 64 KiB (65,536 bytes,
 // not counting its line ending); a longer one is an error, and reading goes on at the next line.
-// Errors give the line number and the redacted proxy, never a password; up to ten bad lines are
-// reported together.
+// Each bad line is one error that gives the line number, the field that is wrong (field 1 is the
+// proxy, the attributes follow) and the redacted proxy, never a password:
+//
+//	pool: proxy list: line 2: field 1: proxy "not": want host:port or host:port:user:pass
+//	pool: proxy list: line 3: proxy dc-1: field 3: tier "x": want an integer
+//
+// Up to ten bad lines are reported together.
 func ReadExits(r io.Reader) ([]*Exit, error) {
 	// Room for the longest line and a CRLF: a longer line arrives in pieces (isPrefix), never whole.
 	br := bufio.NewReaderSize(r, maxListLine+2)
@@ -113,45 +118,53 @@ func skipLine(br *bufio.Reader, more bool) error {
 	return nil
 }
 
+// parseListLine parses one proxy-list line. Its errors name the field that is wrong by position
+// (field 1 is the proxy) and, past the proxy, the proxy too; ReadExits adds the line number.
 func parseListLine(text string) (*Exit, error) {
 	fields := strings.Fields(text)
 	e, err := ParseExit(fields[0])
 	if err != nil {
-		return nil, err
+		// ParseExit's error already names the proxy, redacted, after the package prefix that
+		// ReadExits gives the whole list: one prefix, not two.
+		return nil, fmt.Errorf("field 1: %s", strings.TrimPrefix(err.Error(), "pool: "))
 	}
 	var over listOverride
 	for i, f := range fields[1:] {
+		field := i + 2
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("proxy %s: field %d: %s", e.Label(), field, fmt.Sprintf(format, args...))
+		}
 		// A field that is not a known attribute may be the tail of a password with a space in it:
 		// errors name its position, never its text.
 		k, v, ok := strings.Cut(f, "=")
 		if !ok {
-			return nil, fmt.Errorf("proxy %s: field %d after the proxy: want key=value (passwords cannot contain spaces in a list)", e.Label(), i+1)
+			return nil, bad("want key=value (passwords cannot contain spaces in a list)")
 		}
 		switch k {
 		case "label":
 			if v == "" {
-				return nil, fmt.Errorf("proxy %s: empty label", e.Label())
+				return nil, bad("empty label")
 			}
 			e = e.WithLabel(v)
 		case "tier":
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return nil, fmt.Errorf("proxy %s: tier %q: want an integer", e.Label(), v)
+				return nil, bad("tier %q: want an integer", v)
 			}
 			e = e.WithTier(n)
 		case "weight":
 			w, err := strconv.ParseFloat(v, 64)
 			if err != nil || !(w > 0) || math.IsInf(w, 0) {
-				return nil, fmt.Errorf("proxy %s: weight %q: want a positive number", e.Label(), v)
+				return nil, bad("weight %q: want a positive number", v)
 			}
 			e = e.WithWeight(w)
 		default:
 			known, err := over.set(k, v)
 			if err != nil {
-				return nil, fmt.Errorf("proxy %s: %w", e.Label(), err)
+				return nil, bad("%v", err)
 			}
 			if !known {
-				return nil, fmt.Errorf("proxy %s: field %d after the proxy: unknown attribute (want label, tier, weight or a breaker setting: %s)", e.Label(), i+1, breakerAttrNames)
+				return nil, bad("unknown attribute (want label, tier, weight or a breaker setting: %s)", breakerAttrNames)
 			}
 		}
 	}

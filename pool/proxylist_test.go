@@ -79,9 +79,9 @@ func TestReadExitsErrors(t *testing.T) {
 		in   string
 		want []string // substrings of the error
 	}{
-		{"ftp://user:s3cr3t-PW@a.example:21", []string{"line 1:", `scheme "ftp"`, "user:xxxxx@a.example:21"}},
-		{"# pool\n\nok.example:80\nbad.example:0:user:s3cr3t-PW\n", []string{"line 4:", `bad port "0"`, "bad.example:0:user:xxxxx"}},
-		{"a.example:80 tier=x", []string{"line 1:", `tier "x": want an integer`, "http://a.example:80"}},
+		{"ftp://user:s3cr3t-PW@a.example:21", []string{`line 1: field 1: proxy "ftp://user:xxxxx@a.example:21": scheme "ftp"`}},
+		{"# pool\n\nok.example:80\nbad.example:0:user:s3cr3t-PW\n", []string{`line 4: field 1: proxy "bad.example:0:user:xxxxx": bad port "0"`}},
+		{"a.example:80 tier=x", []string{`line 1: proxy http://a.example:80: field 2: tier "x": want an integer`}},
 		{"a.example:80 tier=1.5", []string{"line 1:", `tier "1.5"`}},
 		{"a.example:80 weight=0", []string{"line 1:", `weight "0": want a positive number`}},
 		{"a.example:80 weight=-1", []string{"line 1:", `weight "-1"`}},
@@ -90,13 +90,13 @@ func TestReadExitsErrors(t *testing.T) {
 		{"a.example:80 weight=NaN", []string{"line 1:", `weight "NaN"`}},
 		{"a.example:80 weight=heavy", []string{"line 1:", `weight "heavy"`}},
 		{"a.example:80 label=", []string{"line 1:", "empty label"}},
-		{"a.example:80 color=red", []string{"line 1:", "field 1 after the proxy: unknown attribute", "want label, tier, weight or a breaker setting"}},
-		{"a.example:80 Tier=1", []string{"line 1:", "field 1 after the proxy: unknown attribute"}},
-		{"a.example:80 dc", []string{"line 1:", "field 1 after the proxy: want key=value"}},
-		{"a.example:80:user:s3cr3t-PW   tier=1 oops", []string{"line 1:", "field 2 after the proxy", "http://user:xxxxx@a.example:80"}},
+		{"a.example:80 color=red", []string{"line 1: proxy http://a.example:80: field 2: unknown attribute", "want label, tier, weight or a breaker setting"}},
+		{"a.example:80 Tier=1", []string{"line 1:", "field 2: unknown attribute"}},
+		{"a.example:80 dc", []string{"line 1:", "field 2: want key=value"}},
+		{"a.example:80:user:s3cr3t-PW   tier=1 oops", []string{"line 1: proxy http://user:xxxxx@a.example:80: field 3: want key=value"}},
 		// A password with a space: its tail must not be echoed.
-		{"a.example:80:user:s3cr3t PW-tail", []string{"line 1:", "field 1 after the proxy"}},
-		{"a.example:80:user:s3cr3t-PW label=dc-9 tier=x", []string{"line 1:", "proxy dc-9: tier"}},
+		{"a.example:80:user:s3cr3t PW-tail", []string{"line 1:", "field 2: want key=value"}},
+		{"a.example:80:user:s3cr3t-PW label=dc-9 tier=x", []string{"line 1: proxy dc-9: field 3: tier \"x\""}},
 		{"http://user:s3cr3t-PW@a.example:80/path", []string{"line 1:", "no path, query or fragment"}},
 		{"user:s3cr3t-PW@a.example:99999 label=x", []string{"line 1:", `bad port "99999"`}},
 		{"ok.example:80\n  \nhttp://user:s3cr3t-PW@ bad.example", []string{"line 3:", "missing host"}},
@@ -114,6 +114,9 @@ func TestReadExitsErrors(t *testing.T) {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "pool: proxy list: ") {
 			t.Errorf("%d: ReadExits(%q) = error %q, want the prefix %q", i, tt.in, msg, "pool: proxy list: ")
+		}
+		if n := strings.Count(msg, "pool:"); n != 1 {
+			t.Errorf("%d: ReadExits(%q) = error %q: %d package prefixes, want 1", i, tt.in, msg, n)
 		}
 		for _, w := range tt.want {
 			if !strings.Contains(msg, w) {
@@ -167,7 +170,7 @@ func TestReadExitsLineTooLong(t *testing.T) {
 			[]string{"line 2: longer than 65536 bytes"}},
 		// Reading goes on after a long line: later bad lines are reported with their own numbers.
 		{"bad lines after long ones", long(maxListLine) + "\r\nok.example:80\n" + long(3*maxListLine) + "\nbad.example:0:user:" + listSecret + "\n",
-			[]string{"line 1: longer than 65536 bytes", "line 3: longer than 65536 bytes", `line 4: pool: proxy "bad.example:0:user:xxxxx": bad port "0"`}},
+			[]string{"line 1: longer than 65536 bytes", "line 3: longer than 65536 bytes", `line 4: field 1: proxy "bad.example:0:user:xxxxx": bad port "0"`}},
 		{"long comment", "# " + strings.Repeat(listSecret, maxListLine/len(listSecret)+1) + "\nok.example:80\n",
 			[]string{"line 1: longer than 65536 bytes"}},
 		{"long last line without a newline", "ok.example:80\n" + long(maxListLine), []string{"line 2: longer than 65536 bytes"}},
@@ -242,4 +245,19 @@ func TestReadExitsCRLF(t *testing.T) {
 		{label: "http://user:xxxxx@a.example:80", weight: 1, host: "a.example:80", pass: listSecret},
 		{label: "http://b.example:81", tier: 2, weight: 1, host: "b.example:81"},
 	})
+}
+
+// Regression: a bad proxy field read "line 2: pool: proxy "not": …", the package prefix twice,
+// and quoted the line's first word without saying it was the proxy field that was wrong.
+func TestReadExitsErrorPerLineNamesTheField(t *testing.T) {
+	in := "ok.example:80\nnot a proxy\nb.example:80:user:" + listSecret + " tier=1 weight=x\n"
+	_, err := ReadExits(strings.NewReader(in))
+	if err == nil {
+		t.Fatal("ReadExits(two bad lines) = nil error, want one")
+	}
+	want := "pool: proxy list: line 2: field 1: proxy \"not\": want host:port or host:port:user:pass\n" +
+		"line 3: proxy http://user:xxxxx@b.example:80: field 3: weight \"x\": want a positive number"
+	if got := err.Error(); got != want {
+		t.Errorf("ReadExits(two bad lines) = error\n%s\nwant\n%s", got, want)
+	}
 }

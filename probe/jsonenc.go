@@ -168,6 +168,10 @@ func (e *jsonEnc) summary(o *jsonObj, s *Summary) {
 	lat.key("p99").float(st.LatencyMS.P99)
 	lat.key("mean").float(st.LatencyMS.Mean)
 	lat.key("max").float(st.LatencyMS.Max)
+	lat.key("hung").int(int64(st.LatencyMS.Hung))
+	if st.LatencyMS.HungFrom != "" {
+		lat.key("hung_from").string(st.LatencyMS.HungFrom)
+	}
 	lat.close()
 	o.key("statuses").counts(st.Statuses, d)
 	o.key("classes").counts(st.Classes, d)

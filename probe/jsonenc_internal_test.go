@@ -85,7 +85,7 @@ func randomSummary(r *rand.Rand) Summary {
 	st := &s.Stats
 	st.Probes, st.Completed, st.Cut, st.Responses, st.Successes = r.IntN(100), r.IntN(100), r.IntN(100), r.IntN(100), r.IntN(100)
 	st.SuccessRate = randomFloat(r)
-	st.LatencyMS = Latency{randomFloat(r), randomFloat(r), randomFloat(r), randomFloat(r), randomFloat(r)}
+	st.LatencyMS = Latency{randomFloat(r), randomFloat(r), randomFloat(r), randomFloat(r), randomFloat(r), r.IntN(100), []string{"", "p95", randomString(r)}[r.IntN(3)]}
 	st.Statuses, st.Classes, st.Failures, st.Detectors = randomCounts(r), randomCounts(r), randomCounts(r), randomCounts(r)
 	st.Throttled, st.Blocked, st.Permanent = r.IntN(10), r.IntN(10), r.IntN(10)
 	if r.IntN(2) == 0 {

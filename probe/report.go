@@ -3,6 +3,7 @@ package probe
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/pool"
@@ -107,6 +108,10 @@ func (r *Result) Success() bool { return r.Outcome == pool.Success && r.ErrorKin
 // cut reports whether the deadline or the caller cut the probe short.
 func (r *Result) cut() bool { return r.ErrorKind == KindDeadline || r.ErrorKind == KindCanceled }
 
+// hung reports whether the probe never answered because it ran out of time: a timeout of its own
+// or the deadline (or the caller) cut it before its response headers.
+func (r *Result) hung() bool { return r.Status == 0 && (r.ErrorKind == KindTimeout || r.cut()) }
+
 // Error kinds of a Result besides the verdict classes.
 const (
 	KindTimeout  = "timeout"
@@ -128,7 +133,8 @@ type Stats struct {
 	// rounded to 4 decimals: a probe cut by the deadline counts as a failure.
 	Successes   int     `json:"successes"`
 	SuccessRate float64 `json:"success_rate"`
-	// LatencyMS summarises the latencies of the probes that received a response.
+	// LatencyMS summarises the latencies of the probes that received a response and of those
+	// that hung (Latency.Hung).
 	LatencyMS Latency `json:"latency_ms"`
 	// Statuses counts responses by HTTP status code ("200": 3).
 	Statuses map[string]int `json:"statuses"`
@@ -149,14 +155,38 @@ type Stats struct {
 	RetryAfterMS *RetryAfter `json:"retry_after_ms,omitempty"`
 }
 
-// Latency is a latency distribution in milliseconds. Percentiles are nearest-rank: the smallest
-// value at least p % of the values do not exceed. All zero when there are no values.
+// Latency is a latency distribution in milliseconds, over the probes that received response
+// headers and those that hung: ran out of time before them (a timeout of their own, or the
+// deadline or the caller cut them). A hung probe never answered, so it ranks above every answer.
+// Percentiles are nearest-rank: the smallest value at least p % of the values do not exceed. A
+// percentile (or the maximum) whose rank falls on a hung probe is beyond the timeout: HungFrom
+// says which, and its value is only how long that probe had waited (hung probes rank among
+// themselves by that wait; 0 for one the deadline left queued). Mean is over the answers alone.
+// All zero when there are no values.
 type Latency struct {
 	P50  float64 `json:"p50"`
 	P95  float64 `json:"p95"`
 	P99  float64 `json:"p99"`
 	Mean float64 `json:"mean"`
 	Max  float64 `json:"max"`
+	// Hung counts the hung probes ranked.
+	Hung int `json:"hung"`
+	// HungFrom is the first of "p50", "p95", "p99" and "max" that falls on a hung probe: it and
+	// every one after it are beyond the timeout. Empty when all of them are answers.
+	HungFrom string `json:"hung_from,omitempty"`
+}
+
+// latencyRanks are the names of Latency's ranked values, lowest rank first, as in HungFrom.
+var latencyRanks = [...]string{"p50", "p95", "p99", "max"}
+
+// Beyond reports whether the ranked value named q ("p50", "p95", "p99" or "max") falls on a hung
+// probe: the probe at that rank never answered, so the value is beyond its timeout.
+func (l Latency) Beyond(q string) bool {
+	if l.HungFrom == "" {
+		return false
+	}
+	from, at := slices.Index(latencyRanks[:], l.HungFrom), slices.Index(latencyRanks[:], q)
+	return from >= 0 && at >= from
 }
 
 // RetryAfter summarises Retry-After values in milliseconds.

@@ -52,9 +52,11 @@ func aggregate(results []Result) Stats {
 // accumulator folds Results into Stats one at a time, so that Run aggregates as the probes
 // finish instead of after the deadline. The zero value is not ready: use newAccumulator.
 type accumulator struct {
-	s   Stats
-	lat []float64 // latencies of the probes that received a response
-	ra  []int64   // Retry-After values
+	s      Stats
+	lat    []float64 // latencies of the probes that received a response
+	hung   []float64 // waits of the probes that started and never answered (hungProbe)
+	queued int       // probes the deadline left queued: hung, with no wait
+	ra     []int64   // Retry-After values
 }
 
 func newAccumulator() *accumulator {
@@ -69,7 +71,7 @@ func (a *accumulator) reset() {
 	clear(fl)
 	clear(det)
 	a.s = Stats{Statuses: st, Classes: cl, Failures: fl, Detectors: det}
-	a.lat, a.ra = a.lat[:0], a.ra[:0]
+	a.lat, a.hung, a.queued, a.ra = a.lat[:0], a.hung[:0], 0, a.ra[:0]
 }
 
 // add folds r in.
@@ -89,6 +91,8 @@ func (a *accumulator) add(r *Result) {
 		s.Responses++
 		s.Statuses[statusKey(r.Status)]++
 		a.lat = append(a.lat, r.LatencyMS)
+	} else if r.hung() {
+		a.hung = append(a.hung, r.LatencyMS)
 	}
 	if r.Class != "" {
 		s.Classes[string(r.Class)]++
@@ -131,6 +135,7 @@ func (a *accumulator) addCut(kind string, n int) {
 	s.Cut += n
 	s.Classes[string(pool.ClassCanceled)] += n
 	s.Failures[kind] += n
+	a.queued += n
 }
 
 // stats returns the Stats folded so far. It sorts the latencies in place; add may still be
@@ -140,7 +145,7 @@ func (a *accumulator) stats() Stats {
 	if s.Probes > 0 {
 		s.SuccessRate = math.Round(float64(s.Successes)/float64(s.Probes)*1e4) / 1e4
 	}
-	s.LatencyMS = latency(a.lat)
+	s.LatencyMS = latency(a.lat, a.hung, a.queued)
 	if len(a.ra) > 0 {
 		slices.Sort(a.ra)
 		s.RetryAfterMS = &RetryAfter{Count: len(a.ra), P50: a.ra[rank(50, len(a.ra))], Max: a.ra[len(a.ra)-1]}
@@ -163,20 +168,45 @@ var statusKeys = func() (k [500]string) {
 	return k
 }()
 
-// latency summarises values (milliseconds); it sorts them in place.
-func latency(v []float64) Latency {
-	if len(v) == 0 {
+// latency summarises the latencies of the answered probes and the waits of the hung ones
+// (milliseconds), queued hung probes with no wait besides; it sorts both slices in place. The
+// hung rank above every answer, ordered by their waits, the queued first.
+func latency(answered, hung []float64, queued int) Latency {
+	n := len(answered) + queued + len(hung)
+	if n == 0 {
 		return Latency{}
 	}
-	slices.Sort(v)
-	var sum float64
-	for _, x := range v {
-		sum += x
+	slices.Sort(answered)
+	slices.Sort(hung)
+	at := func(i int) float64 {
+		switch j := i - len(answered); {
+		case j < 0:
+			return answered[i]
+		case j < queued:
+			return 0
+		default:
+			return hung[j-queued]
+		}
 	}
-	return Latency{
-		P50: v[rank(50, len(v))], P95: v[rank(95, len(v))], P99: v[rank(99, len(v))],
-		Mean: roundMS(sum / float64(len(v))), Max: v[len(v)-1],
+	l := Latency{Hung: queued + len(hung)}
+	for k, q := range [...]struct {
+		p int
+		v *float64
+	}{{50, &l.P50}, {95, &l.P95}, {99, &l.P99}, {100, &l.Max}} { // in the order of latencyRanks
+		i := rank(q.p, n)
+		*q.v = at(i)
+		if i >= len(answered) && l.HungFrom == "" {
+			l.HungFrom = latencyRanks[k]
+		}
 	}
+	if len(answered) > 0 {
+		var sum float64
+		for _, x := range answered {
+			sum += x
+		}
+		l.Mean = roundMS(sum / float64(len(answered)))
+	}
+	return l
 }
 
 // rank is the index of the nearest-rank p-th percentile among n sorted values: the smallest value

@@ -14,8 +14,9 @@ import (
 const tableBlock = 1000
 
 // WriteTable writes r for people: the verdict and its reasons, the recommendation, then one row
-// per target and one per exit (aligned in blocks of a thousand rows). Machines should read the
-// JSON instead.
+// per target and one per exit (aligned in blocks of a thousand rows). A latency percentile that
+// falls on a probe that hung reads "> timeout"; one of a row with no latency to rank (no probe
+// answered or hung) reads "-". Machines should read the JSON instead.
 func (r *Report) WriteTable(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	ew := &errWriter{w: bw}
@@ -65,9 +66,23 @@ func (r *Report) WriteTable(w io.Writer) error {
 }
 
 func row(w io.Writer, name string, s *Summary) {
-	fmt.Fprintf(w, "%s\t%s\t%d/%d\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%s\t%s\n", name, s.Verdict,
-		s.Successes, s.Probes, s.LatencyMS.P50, s.LatencyMS.P95, s.LatencyMS.P99,
+	l := &s.LatencyMS
+	fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", name, s.Verdict,
+		s.Successes, s.Probes, percentile(s, "p50", l.P50), percentile(s, "p95", l.P95), percentile(s, "p99", l.P99),
 		s.Throttled, s.Blocked, s.Cut, counts(s.Statuses), counts(s.Failures))
+}
+
+// percentile formats the latency percentile q of s, whose value is v: "> timeout" when it falls
+// on a probe that hung, "-" when no probe answered or hung (there is no latency to rank), else
+// whole milliseconds.
+func percentile(s *Summary, q string, v float64) string {
+	switch {
+	case s.LatencyMS.Beyond(q):
+		return "> timeout"
+	case s.Responses == 0 && s.LatencyMS.Hung == 0:
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
 }
 
 // counts formats a histogram as "k:v k:v", keys sorted, or "-".

@@ -37,7 +37,8 @@ func ReadTargets(r io.Reader) ([]string, error) {
 		t, err := parseTarget(text, transport.OriginHost)
 		if err != nil {
 			if len(errs) < maxTargetErrors {
-				errs = append(errs, fmt.Errorf("line %d: %w", line, err))
+				// parseTarget's error has the package prefix the whole list's error gives: once.
+				errs = append(errs, fmt.Errorf("line %d: %s", line, strings.TrimPrefix(err.Error(), "probe: ")))
 			}
 			continue
 		}

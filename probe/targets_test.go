@@ -19,7 +19,7 @@ func TestReadTargetsLongLine(t *testing.T) {
 		{"first line", long + "\n", []string{"line 1: longer than 1048576 bytes (1 MiB)"}},
 		{"after a comment and a target", "# targets\nhttps://shop.example/\n" + long + "\nhttps://api.example/\n", []string{"line 3: longer than 1048576 bytes"}},
 		{"last line, no newline", "https://shop.example/\n" + long, []string{"line 2: longer than 1048576 bytes"}},
-		{"after a bad line", "ftp://x/\n" + long, []string{`line 1: probe: target "ftp://x/": want an http or https URL`, "line 2: longer than"}},
+		{"after a bad line", "ftp://x/\n" + long, []string{`probe: target list: line 1: target "ftp://x/": want an http or https URL`, "line 2: longer than"}},
 	} {
 		targets, err := probe.ReadTargets(strings.NewReader(tc.in))
 		for _, want := range tc.want {
@@ -29,6 +29,9 @@ func TestReadTargetsLongLine(t *testing.T) {
 		}
 		if err == nil {
 			continue
+		}
+		if n := strings.Count(err.Error(), "probe:"); n != 1 {
+			t.Errorf("%s: ReadTargets = error %.300q: %d package prefixes, want 1", tc.name, err, n)
 		}
 		if msg := err.Error(); strings.Contains(msg, "hunter2") || strings.Contains(msg, "aaaa") || len(msg) > 300 {
 			t.Errorf("%s: the error shows the line: %.300s", tc.name, msg)

@@ -205,15 +205,16 @@ func (b Backoff) or(def Backoff) Backoff {
 //   - CRITICAL when there were no probes, when the share of 429 responses is above
 //     CriticalThrottled (by default: any 429), or when the success rate is below CriticalSuccess;
 //   - otherwise DEGRADED when any 429 was tolerated, the success rate is below DegradedSuccess,
-//     the p95 response latency is above SlowP95, or the share of challenge pages is above
-//     DegradedBlocked (by default: any);
+//     the p95 latency is above SlowP95 or beyond the timeout (Latency.Beyond: the probe at that
+//     rank hung), or the share of challenge pages is above DegradedBlocked (by default: any);
 //   - otherwise HEALTHY.
 //
 // The backoff starts from the verdict's floor in p; Initial is raised to the p99 response latency
 // (retrying sooner than the slow tail answers only piles on) and to the median Retry-After; Cap to
 // the longest Retry-After (each capped at MaxRetryAfter) and never below Initial. The concurrency
 // factor is the success rate, times ThrottleDecrease when any probe was throttled, times
-// SlowP95 / p95 when the tail is slow, rounded to two decimals.
+// SlowP95 / p95 when the answers' tail is slow (a p95 beyond the timeout falls on failures, which
+// the success rate already counts), rounded to two decimals.
 //
 // A p that Validate rejects is replaced by the defaults. Reasons are in English, one per rule that
 // fired; a HEALTHY verdict has none.
@@ -246,8 +247,13 @@ func Assess(s Stats, p Policy) Assessment {
 		case p.DegradedSuccess >= 0 && rate < p.DegradedSuccess:
 			raise(Degraded, "success rate %.2f below %.2f (failures: %s)", rate, p.DegradedSuccess, histogram(s.Failures))
 		}
-		if p95 := msDuration(s.LatencyMS.P95); p.SlowP95 >= 0 && s.Responses > 0 && p95 > p.SlowP95 {
-			raise(Degraded, "slow tail: p95 latency %v above %v", p95.Round(time.Millisecond), p.SlowP95)
+		if p.SlowP95 >= 0 {
+			switch p95 := msDuration(s.LatencyMS.P95); {
+			case s.LatencyMS.Beyond("p95"):
+				raise(Degraded, "slow tail: p95 latency beyond the timeout (%d of %d probes never answered in time)", s.LatencyMS.Hung, s.Probes)
+			case s.Responses > 0 && p95 > p.SlowP95:
+				raise(Degraded, "slow tail: p95 latency %v above %v", p95.Round(time.Millisecond), p.SlowP95)
+			}
 		}
 		if s.Blocked > 0 && p.DegradedBlocked >= 0 && blocked > p.DegradedBlocked {
 			raise(Degraded, "blocked: %d of %d probes got a challenge or block page (%s)", s.Blocked, s.Probes, detectorList(s.Detectors))
@@ -271,7 +277,8 @@ func recommend(s Stats, p Policy, h Health) Recommendation {
 	if s.Throttled > 0 {
 		f *= p.ThrottleDecrease
 	}
-	if p95 := msDuration(s.LatencyMS.P95); p.SlowP95 > 0 && s.Responses > 0 && p95 > p.SlowP95 {
+	// A p95 beyond the timeout falls on probes that hung: failures, which the success rate holds.
+	if p95 := msDuration(s.LatencyMS.P95); p.SlowP95 > 0 && s.Responses > 0 && !s.LatencyMS.Beyond("p95") && p95 > p.SlowP95 {
 		f *= float64(p.SlowP95) / float64(p95)
 	}
 	f = math.Round(min(max(f, 0), 1)*100) / 100

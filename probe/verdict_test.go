@@ -3,6 +3,7 @@ package probe_test
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,21 +83,30 @@ func TestAssess(t *testing.T) {
 			verdict: probe.Healthy, backoff: probe.Backoff{Initial: 1 * sec, Cap: 10 * sec, MaxRetries: 2}, factor: 1,
 		},
 		{
+			// The timed-out probe is the p99: the first retry waits as long as it did.
 			name:    "95% success is healthy",
 			results: join(repeat(19, ok(100)), repeat(1, timedOut(5000))),
-			verdict: probe.Healthy, backoff: probe.Backoff{Initial: 1 * sec, Cap: 10 * sec, MaxRetries: 2}, factor: 0.95,
+			verdict: probe.Healthy, backoff: probe.Backoff{Initial: 5 * sec, Cap: 10 * sec, MaxRetries: 2}, factor: 0.95,
+		},
+		{
+			// Regression: one probe of ten hung 5 s and the p95 read 9.7 ms, over the answers
+			// alone; a success rate of 0.9 then passed as HEALTHY.
+			name:    "a hung probe at the p95 is a slow tail",
+			results: join(repeat(9, ok(9.7)), repeat(1, timedOut(5000))),
+			verdict: probe.Degraded, backoff: probe.Backoff{Initial: 5 * sec, Cap: 30 * sec, MaxRetries: 3}, factor: 0.9,
+			reasons: []string{"slow tail: p95 latency beyond the timeout (1 of 10 probes never answered in time)"},
 		},
 		{
 			name:    "85% success is degraded",
 			results: join(repeat(17, ok(100)), repeat(3, timedOut(5000))),
-			verdict: probe.Degraded, backoff: probe.Backoff{Initial: 2 * sec, Cap: 30 * sec, MaxRetries: 3}, factor: 0.85,
-			reasons: []string{"success rate 0.85 below 0.90 (failures: timeout 3)"},
+			verdict: probe.Degraded, backoff: probe.Backoff{Initial: 5 * sec, Cap: 30 * sec, MaxRetries: 3}, factor: 0.85,
+			reasons: []string{"success rate 0.85 below 0.90 (failures: timeout 3)", "slow tail: p95 latency beyond the timeout (3 of 20"},
 		},
 		{
 			name:    "40% success is critical",
 			results: join(repeat(4, ok(100)), repeat(6, timedOut(5000))),
 			verdict: probe.Critical, backoff: probe.Backoff{Initial: 5 * sec, Cap: 60 * sec, MaxRetries: 5}, factor: 0.4,
-			reasons: []string{"success rate 0.40 below 0.50"},
+			reasons: []string{"success rate 0.40 below 0.50", "slow tail: p95 latency beyond the timeout"},
 		},
 		{
 			// Mean 390 ms (the seed's mean rule would pass it), p95 3 s: the tail is slow.
@@ -146,7 +156,7 @@ func TestAssess(t *testing.T) {
 			name:    "everything cut by the deadline",
 			results: repeat(5, cut()),
 			verdict: probe.Critical, backoff: probe.Backoff{Initial: 5 * sec, Cap: 60 * sec, MaxRetries: 5}, factor: 0,
-			reasons: []string{"success rate 0.00 below 0.50 (failures: deadline 5)"},
+			reasons: []string{"success rate 0.00 below 0.50 (failures: deadline 5)", "slow tail: p95 latency beyond the timeout (5 of 5"},
 		},
 		{
 			name:    "no probes",
@@ -207,6 +217,40 @@ func TestSeedExampleStats(t *testing.T) {
 	}
 	if got := s.Statuses; !reflect.DeepEqual(got, map[string]int{"200": 2, "429": 1}) {
 		t.Errorf("statuses = %v", got)
+	}
+}
+
+// TestLatencyRanksHungProbes: probes that timed out or were cut before their headers rank above
+// every answer, the queued first; the percentiles that fall on them are beyond the timeout.
+func TestLatencyRanksHungProbes(t *testing.T) {
+	queued := cut()
+	queued.Phase = "queued"
+	refused := probe.Result{Exit: "e", Target: "t", LatencyMS: 0.1, Outcome: pool.Transient, Class: pool.ClassProxyRefused, ErrorKind: "proxy_refused"}
+	tests := []struct {
+		name    string
+		results []probe.Result
+		want    probe.Latency
+		beyond  []string
+	}{
+		{"answers only", repeat(10, ok(9.7)), probe.Latency{P50: 9.7, P95: 9.7, P99: 9.7, Mean: 9.7, Max: 9.7}, nil},
+		{"one hung in ten", join(repeat(9, ok(9.7)), []probe.Result{timedOut(5000), refused}),
+			probe.Latency{P50: 9.7, P95: 5000, P99: 5000, Mean: 9.7, Max: 5000, Hung: 1, HungFrom: "p95"}, []string{"p95", "p99", "max"}},
+		{"one hung in twenty", join(repeat(19, ok(10)), []probe.Result{timedOut(3000)}),
+			probe.Latency{P50: 10, P95: 10, P99: 3000, Mean: 10, Max: 3000, Hung: 1, HungFrom: "p99"}, []string{"p99", "max"}},
+		{"cut and queued", join([]probe.Result{ok(10), timedOut(3000)}, repeat(2, queued)),
+			probe.Latency{P50: 0, P95: 3000, P99: 3000, Mean: 10, Max: 3000, Hung: 3, HungFrom: "p50"}, []string{"p50", "p95", "p99", "max"}},
+		{"never answered, never hung", repeat(3, refused), probe.Latency{}, nil},
+	}
+	for _, tt := range tests {
+		got := probe.Summarize(tt.results, probe.Policy{}).LatencyMS
+		if got != tt.want {
+			t.Errorf("%s: Summarize().LatencyMS = %+v, want %+v", tt.name, got, tt.want)
+		}
+		for _, q := range []string{"p50", "p95", "p99", "max"} {
+			if b, want := got.Beyond(q), slices.Contains(tt.beyond, q); b != want {
+				t.Errorf("%s: Latency.Beyond(%q) = %v, want %v", tt.name, q, b, want)
+			}
+		}
 	}
 }
 

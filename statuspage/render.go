@@ -53,9 +53,9 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"short":  short,
 	"rate":   rateText,
 	"word":   func(b Breaker) string { return word(true, b.State, b.Parked) },
-	"cword":  func(c Cell) string { return word(c.Tracked, c.State, c.Parked) },
+	"cword":  cellWord,
 	"cls":    func(b Breaker) string { return class(true, b.State, b.Parked) },
-	"ccls":   func(c Cell) string { return class(c.Tracked, c.State, c.Parked) },
+	"ccls":   cellClass,
 	"hint":   func(class string) string { return HintFor(pool.Class(class)) },
 	"tip":    cellTip,
 	"redact": pool.RedactRaw,
@@ -124,13 +124,38 @@ func class(tracked bool, s breaker.State, parked bool) string {
 	return s.String()
 }
 
+// heldByGuard reports whether cell c, in column o, is a pair whose breaker is CLOSED while its
+// origin's guard is not: the pair says "ok", but no request goes to the origin through any exit.
+func heldByGuard(c Cell, o GridOrigin) bool {
+	return c.Tracked && !c.Parked && c.State == breaker.Closed && o.Guard != breaker.Closed
+}
+
+// cellWord is a grid cell's state in the page's words: the guard's for a pair it holds.
+func cellWord(c Cell, o GridOrigin) string {
+	if heldByGuard(c, o) {
+		return "guard " + word(true, o.Guard, false)
+	}
+	return word(c.Tracked, c.State, c.Parked)
+}
+
+// cellClass is a grid cell's CSS class: the guard's colour for a pair it holds (as the column's
+// header has), else the pair's.
+func cellClass(c Cell, o GridOrigin) string {
+	if heldByGuard(c, o) {
+		return "guard-" + o.Guard.String()
+	}
+	return class(c.Tracked, c.State, c.Parked)
+}
+
 // cellTip is a cell's tooltip: the pair, its state and what to do.
-func cellTip(r GridRow, origin string, c Cell) string {
+func cellTip(r GridRow, o GridOrigin, c Cell) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s × %s: ", r.Display, origin)
+	fmt.Fprintf(&b, "%s × %s: ", r.Display, o.Origin)
 	switch {
 	case !c.Tracked:
 		b.WriteString("no breaker (no failure lately)")
+	case heldByGuard(c, o):
+		fmt.Fprintf(&b, "closed, but the origin's guard is %s: picks for the origin fail fast through every exit", o.Guard)
 	case c.State == breaker.Open:
 		fmt.Fprintf(&b, "%s, next probe in %s", word(true, c.State, c.Parked), short(c.NextProbeIn))
 	case c.State == breaker.HalfOpen:

@@ -31,6 +31,7 @@ type ProxyConnectError struct {
 	Header     http.Header // the proxy's response headers; may be nil
 }
 
+// Error names the exit, by label, and the status the proxy answered the CONNECT with.
 func (e *ProxyConnectError) Error() string {
 	return fmt.Sprintf("transport: exit %s: proxy refused CONNECT: %d %s", e.Exit, e.StatusCode, http.StatusText(e.StatusCode))
 }
@@ -48,6 +49,8 @@ type AttemptError struct {
 	StatusCode int
 }
 
+// Error names the exit, by label, the origin and the verdict's class, then the response's
+// status (with its detector and Retry-After) or the cause.
 func (e *AttemptError) Error() string {
 	if e.Err == nil && e.StatusCode != 0 {
 		var b strings.Builder

@@ -7,7 +7,8 @@
 //
 // Exit codes: 0 HEALTHY, 1 DEGRADED, 2 CRITICAL; 64 bad usage, 65 a bad proxy or target list,
 // 66 an input file that cannot be read, 73 a state file that cannot be written, 74 stdout that
-// cannot be written. Errors are one line on stderr and never show a proxy password. When stderr is
+// cannot be written. A -state file is checked before the run; if it still cannot be written after
+// it, the report is written all the same and the code is 73. Errors are one line on stderr and never show a proxy password. When stderr is
 // a terminal, a progress line is drawn there; when it is not (a scheduler's log), one summary line
 // is written there once the report is out:
 //
@@ -86,31 +87,45 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		err = o.check()
 	}
+	if err == nil && o.state != "" {
+		err = checkState(o.state) // before the run, not after it: a run can take a while
+	}
 	var rep *probe.Report
 	if err == nil {
 		rep, err = probeOnce(ctx, o, stdin, stderr, tty && !o.quiet)
 	}
-	if err == nil && o.state != "" {
-		err = writeState(o.state, probe.StateFrom(rep, time.Now(), probe.StateSettings{ParkFor: o.park}))
-	}
-	if err == nil {
-		err = writeReport(stdout, rep, o.format)
-	}
 	if err != nil {
-		code := exitUsage
-		var f *failure
-		if errors.As(err, &f) {
-			code = f.code
-		}
-		// One line, whatever the error joined: a scheduler's log shows one event.
-		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
-		fmt.Fprintf(stderr, "proxyprobe: %s\n", msg)
-		return code
+		return failed(stderr, err)
+	}
+	// The state may still fail to be written (the disk filled, the directory went): the report
+	// is written all the same, and the error comes after it.
+	var stateErr error
+	if o.state != "" {
+		stateErr = writeState(o.state, probe.StateFrom(rep, time.Now(), probe.StateSettings{ParkFor: o.park}))
+	}
+	if err := writeReport(stdout, rep, o.format); err != nil {
+		return failed(stderr, errors.Join(err, stateErr))
 	}
 	if !tty && !o.quiet {
 		fmt.Fprintln(stderr, summaryLine(rep))
 	}
+	if stateErr != nil {
+		return failed(stderr, stateErr)
+	}
 	return rep.Verdict.ExitCode()
+}
+
+// failed writes err on stderr, on one line whatever it joined (a scheduler's log shows one event),
+// and returns its exit code: the first failure's, else exitUsage.
+func failed(stderr io.Writer, err error) int {
+	code := exitUsage
+	var f *failure
+	if errors.As(err, &f) {
+		code = f.code
+	}
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	fmt.Fprintf(stderr, "proxyprobe: %s\n", msg)
+	return code
 }
 
 // probeOnce reads the inputs, runs the probe and returns its report.
@@ -216,26 +231,65 @@ func writeReport(w io.Writer, rep *probe.Report, format string) error {
 	return nil
 }
 
+// checkState makes sure a state file can be written at path before the run: path is not a
+// directory, and its directory takes a new file (one is created and removed).
+func checkState(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fail(exitCantCreat, "-state %s: is a directory", path)
+	}
+	tmp, err := createStateTemp(path)
+	if err != nil {
+		return err
+	}
+	tmp.Close()
+	os.Remove(tmp.Name())
+	return nil
+}
+
+// createStateTemp creates the temporary file a state is written to before it is renamed to path:
+// in path's directory, so that the rename cannot cross file systems.
+func createStateTemp(path string) (*os.File, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return nil, stateError(path, err)
+	}
+	return tmp, nil
+}
+
+// stateError is the failure to write the state file at path. It names path as the user gave it,
+// never the temporary file the state goes through, and only the cause of err.
+func stateError(path string, err error) error {
+	var pe *os.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	return fail(exitCantCreat, "-state %s: not written: %v", path, err)
+}
+
 // writeState writes st to path atomically: a temporary file in the same directory, renamed.
 func writeState(path string, st pool.SavedState) error {
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
-		return fail(exitCantCreat, "state: %v", err)
+		return stateError(path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	tmp, err := createStateTemp(path)
 	if err != nil {
-		return fail(exitCantCreat, "state: %v", pathError(err))
+		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename there is nothing left to remove
 	if _, err := tmp.Write(append(data, '\n')); err != nil {
 		tmp.Close()
-		return fail(exitCantCreat, "state: %v", pathError(err))
+		return stateError(path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fail(exitCantCreat, "state: %v", pathError(err))
+		return stateError(path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fail(exitCantCreat, "state: %v", pathError(err))
+		return stateError(path, err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -341,6 +342,59 @@ func TestUsageErrors(t *testing.T) {
 		if strings.Contains(r.stderr, "hunter2") {
 			t.Errorf("%s: stderr shows a password: %q", tc.name, r.stderr)
 		}
+	}
+}
+
+// Regression: an unwritable -state was found only after the whole run, and the error named the
+// temporary file the state goes through. It is checked before any probe is sent now, and the
+// error names the path given.
+func TestStateCheckedBeforeTheRun(t *testing.T) {
+	var hits atomic.Int32
+	o := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(o.Close)
+	p := startProxy(t, proxytest.Config{})
+	proxies := list(t, line(p.URL(), "a"))
+	for _, state := range []string{"/nonexistent/dir/state.json", t.TempDir()} {
+		r := run(t, "", "-proxies", proxies, "-target", o.URL, "-state", state)
+		want := "proxyprobe: -state " + state + ": "
+		if r.code != 73 || !strings.HasPrefix(r.stderr, want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
+			t.Errorf("-state %s: code %d, stdout %q, stderr %q; want 73, nothing, one line starting %q", state, r.code, r.stdout, r.stderr, want)
+		}
+		if strings.Contains(r.stderr, ".state.json.") || strings.Contains(r.stderr, "/.") {
+			t.Errorf("-state %s: stderr %q names a temporary file", state, r.stderr)
+		}
+		if n := hits.Load(); n != 0 {
+			t.Errorf("-state %s: %d probes reached the origin, want none: the state is checked first", state, n)
+		}
+	}
+}
+
+// Regression: a state that could not be written after the run lost the report: nothing on
+// stdout, code 73. The report is written now, then the error, and the code is still 73.
+func TestStateNotWrittenKeepsTheReport(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The directory passes the check before the run, and is gone when the state is written.
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		os.RemoveAll(dir)
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(o.Close)
+	p := startProxy(t, proxytest.Config{})
+	state := filepath.Join(dir, "state.json")
+	r := run(t, "", "-proxies", list(t, line(p.URL(), "a")), "-target", o.URL, "-state", state)
+	if rep := r.report(t); rep.Verdict != probe.Healthy || rep.Overall.Successes != 1 {
+		t.Errorf("state not written: report verdict %v, %d successes; want the run's report, HEALTHY, 1", rep.Verdict, rep.Overall.Successes)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	want := "proxyprobe: -state " + state + ": not written: "
+	if r.code != 73 || len(lines) != 2 || !summaryRE.MatchString(lines[0]+"\n") || !strings.HasPrefix(lines[1], want) {
+		t.Errorf("state not written: code %d, stderr %q; want 73, the summary line, then a line starting %q", r.code, r.stderr, want)
+	}
+	if strings.Contains(r.stderr, ".state.json.") {
+		t.Errorf("state not written: stderr %q names a temporary file", r.stderr)
 	}
 }
 
