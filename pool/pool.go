@@ -205,6 +205,8 @@ type originState struct {
 	learn recoveryStats
 	// due bounds when its pairs out of CLOSED may next admit a request (due.go).
 	due dueTable
+	// lat is its typical latency and its pairs tracked as slow (latency.go).
+	lat originLatency
 }
 
 type pair struct {

@@ -19,6 +19,9 @@ import (
 //   - Neutral: nothing is counted; every slot is freed.
 func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter breaker.State) {
 	p.inflight.add(t.id, -1)
+	if latencySample(v) {
+		t.origin.lat.observe(now, t.id, now.Sub(t.now))
+	}
 	originsFault := t.origin.guard.observe(now, t.id, v, t.originPm)
 	exitPm := p.exitPermit(t)
 	p.adapt(now, t, v)

@@ -7,6 +7,10 @@ import "time"
 // when most are not, the scan finds the few that are and the soonest probe time.
 const sampleTries = 8
 
+// distinctTries bounds the redraws that make a pick's second candidate another exit than its
+// first (by weight, one exit may hold most of a tier's weight).
+const distinctTries = 4
+
 // choice is what choose found: an exit, or when none is ready, the soonest instant a breaker may
 // admit a probe and the soonest a token comes for an exit whose breakers are ready.
 type choice struct {
@@ -120,9 +124,27 @@ func (p *Pool) draw(g *tierGroup) int {
 	return lo
 }
 
+// drawTwo returns the indexes of two random exits of g (of at least two), by weight, distinct:
+// two draws of one exit would let it win whatever its load. Without weights the second is drawn
+// among the others; with weights it is drawn again, up to distinctTries times (one exit may hold
+// nearly all of a tier's weight, and then it may be both).
+func (p *Pool) drawTwo(g *tierGroup) (int, int) {
+	i := p.draw(g)
+	if g.cum == nil {
+		n := uint64(len(g.ids))
+		return i, int((uint64(i) + 1 + p.rand()%(n-1)) % n)
+	}
+	j := p.draw(g)
+	for try := 0; j == i && try < distinctTries; try++ {
+		j = p.draw(g)
+	}
+	return i, j
+}
+
 // sample draws up to sampleTries exits and returns a ready one: the first, or with LeastLoaded the
-// less loaded of the first two whose breakers admit — and only that one's buckets are peeked at
-// (then the other's), so a pick peeks at one bucket, not at every candidate's.
+// better of the first two distinct ones whose breakers admit (lower expected latency × (in flight
+// + 1): prefer, latency.go) — and only that one's buckets are peeked at (then the other's), so a
+// pick peeks at one bucket, not at every candidate's.
 func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retries) (*exitState, uint32) {
 	if len(g.ids) == 0 {
 		return nil, 0
@@ -146,10 +168,13 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retrie
 		// judged: in a pool of many exits and origins each of these loads misses the cache, and
 		// the misses then overlap. (The winner's exit, loaded only once it had won, was a miss of
 		// its own, which the atomic counting it in flight then waited for.)
-		i, j := p.draw(g), p.draw(g)
+		i, j := p.drawTwo(g)
 		cand := [2]candidate{{i, g.id(i), g.exits[i]}, {j, g.id(j), g.exits[j]}}
 		o.open.touch(cand[0].id, cand[1].id)
 		for _, c := range cand {
+			if have && c.id == first.id {
+				continue // the same exit again: no comparison
+			}
 			if ok, _ := p.breakersReady(now, o, g, c.i, avoid); !ok {
 				continue
 			}
@@ -158,7 +183,7 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retrie
 				continue
 			}
 			a, b := first, c
-			if p.inflight.get(b.id) < p.inflight.get(a.id) {
+			if p.prefer(now, o, a, b) {
 				a, b = b, a
 			}
 			for _, x := range [2]candidate{a, b} {

@@ -1,0 +1,225 @@
+package pool
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Latency-aware selection. A worker that waits 3 s on a slow exit serves a tenth of the pages it
+// would serve through a 0.3 s one; picking by in-flight count alone sends a slow exit its share
+// of new requests whenever it holds fewer than the others, so in a pool with one slow exit most
+// workers end up waiting on it. LeastLoaded therefore compares candidates by expected latency ×
+// (in flight + 1), the cost of Finagle's "peak EWMA" balancer (finagle-core's PeakEwma; Envoy's
+// least-request balancer weighs active requests the same way), per (exit, origin):
+//
+//   - Each origin keeps a typical latency: a moving average of the answers of its pairs that are
+//     not tracked as slow. A pair whose answer takes more than slowFactor × the typical (and more
+//     than latencyFloor) is tracked: it gets an estimate of its own, which jumps to any slower
+//     answer at once (the "peak") and otherwise moves towards each answer with weight
+//     1 − exp(−Δt/latencyDecay). When it is back under fastFactor × the typical it is no longer
+//     tracked. An exit slow for one site is tracked for that site only: another site sees it at
+//     its typical latency.
+//   - Read at a pick, a tracked estimate decays towards the typical with time since its last
+//     answer, so a slow exit left alone for a while is tried again (a trickle, which notices when
+//     it got faster) instead of never.
+//   - Untracked pairs all cost the typical: among them the comparison is the in-flight count,
+//     as before; an origin with no tracked pair reads nothing more than before at a pick.
+//
+// The latency of an attempt is the time from its admission (after any wait for a token) to its
+// report: for the transport, until the body ended, which is what the worker spent on it.
+// Successes and timeouts are samples; other failures say more about the exit than about its speed
+// and are judged by the breakers.
+const (
+	// latencyDecay is the time constant of a tracked pair's estimate (Finagle's default decay time).
+	latencyDecay = 10 * time.Second
+	// slowFactor: an answer this many times the origin's typical latency makes its pair tracked.
+	slowFactor = 2
+	// fastFactor: a tracked pair whose estimate falls under this many times the typical is dropped.
+	fastFactor = 1.5
+	// latencyFloor: answers faster than this are never slow (jitter on fast links).
+	latencyFloor = 20 * time.Millisecond
+	// typicalWeight is the weight of one answer in the origin's typical latency.
+	typicalWeight = 1.0 / 16
+	// latencyTick is the resolution of a tracked estimate's timestamp.
+	latencyTick = 10 * time.Millisecond
+)
+
+// originLatency is an origin's latency state: its typical latency and its tracked (slow) pairs.
+type originLatency struct {
+	typical atomic.Uint64 // math.Float64bits of seconds; 0 before the first sample
+	slow    bitTable      // per exit id: the pair is tracked
+	mu      sync.Mutex    // serialises changes to tracked's membership
+	// tracked maps exit ids to their pair's estimate. The map is never modified once published:
+	// a pair joins or leaves with a copy (rare: it takes a change of speed), and an estimate
+	// changes in place, so a pick reads it without a lock.
+	tracked atomic.Pointer[map[uint32]*pairLatency]
+}
+
+// pairLatency is a tracked pair's estimate, packed so that it is read and written whole: the
+// estimate in seconds (float32 bits, high word) and the instant of its last answer in
+// latencyTicks since episodeEpoch (low word; ages are computed modulo 2³², valid for 497 days).
+type pairLatency struct{ v atomic.Uint64 }
+
+func latencyStamp(t time.Time) uint32 { return uint32(t.Sub(episodeEpoch) / latencyTick) }
+
+func packLatency(est float64, now time.Time) uint64 {
+	return uint64(math.Float32bits(float32(est)))<<32 | uint64(latencyStamp(now))
+}
+
+func (pl *pairLatency) load(now time.Time) (est float64, age time.Duration) {
+	v := pl.v.Load()
+	est = float64(math.Float32frombits(uint32(v >> 32)))
+	if d := int32(latencyStamp(now) - uint32(v)); d > 0 {
+		age = time.Duration(d) * latencyTick
+	}
+	return est, age
+}
+
+// typicalSeconds returns the origin's typical latency in seconds, 0 before any sample.
+func (l *originLatency) typicalSeconds() float64 {
+	return math.Float64frombits(l.typical.Load())
+}
+
+// tracking reports whether any of the origin's pairs is tracked as slow.
+func (l *originLatency) tracking() bool {
+	m := l.tracked.Load()
+	return m != nil && len(*m) > 0
+}
+
+// estimate returns the expected latency, in seconds, of the pair of exit id at now: its tracked
+// estimate decayed towards typ by the time since its last answer, or typ when it is not tracked.
+func (l *originLatency) estimate(now time.Time, id uint32, typ float64) float64 {
+	if !l.slow.get(id) {
+		return typ
+	}
+	m := l.tracked.Load()
+	if m == nil {
+		return typ
+	}
+	pl := (*m)[id]
+	if pl == nil {
+		return typ
+	}
+	est, age := pl.load(now)
+	if est <= typ {
+		return typ
+	}
+	return typ + (est-typ)*math.Exp(-age.Seconds()/latencyDecay.Seconds())
+}
+
+// observe takes one answer of the pair of exit id that took d.
+func (l *originLatency) observe(now time.Time, id uint32, d time.Duration) {
+	s := d.Seconds()
+	if s <= 0 {
+		return
+	}
+	typ := l.typicalSeconds()
+	if l.slow.get(id) {
+		if m := l.tracked.Load(); m != nil {
+			if pl := (*m)[id]; pl != nil {
+				l.update(now, id, pl, s, typ)
+				return
+			}
+		}
+	}
+	if typ > 0 && s > slowFactor*typ && d > latencyFloor {
+		l.track(now, id, s)
+		return
+	}
+	// An untracked answer moves the typical. Load and store, not a CAS loop: an update lost to a
+	// concurrent one only weights that answer a little less.
+	if typ == 0 {
+		typ = s
+	} else {
+		typ += (s - typ) * typicalWeight
+	}
+	l.typical.Store(math.Float64bits(typ))
+}
+
+// update moves a tracked pair's estimate with answer s (seconds): up at once to a slower one
+// (peak), else towards it by the time since the last; a pair back near the typical is dropped.
+func (l *originLatency) update(now time.Time, id uint32, pl *pairLatency, s, typ float64) {
+	est, age := pl.load(now)
+	if s >= est {
+		est = s
+	} else {
+		w := math.Exp(-age.Seconds() / latencyDecay.Seconds())
+		est = est*w + s*(1-w)
+	}
+	if est < fastFactor*typ {
+		l.untrack(id)
+		return
+	}
+	pl.v.Store(packLatency(est, now))
+}
+
+// track starts tracking the pair of exit id with estimate s (seconds).
+func (l *originLatency) track(now time.Time, id uint32, s float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.tracked.Load()
+	if old != nil {
+		if pl := (*old)[id]; pl != nil {
+			pl.v.Store(packLatency(s, now)) // tracked meanwhile
+			return
+		}
+	}
+	m := make(map[uint32]*pairLatency, mapLen(old)+1)
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	pl := &pairLatency{}
+	pl.v.Store(packLatency(s, now))
+	m[id] = pl
+	l.tracked.Store(&m)
+	l.slow.set(id, true)
+}
+
+// untrack stops tracking the pair of exit id: it costs the typical again.
+func (l *originLatency) untrack(id uint32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.tracked.Load()
+	if old == nil || (*old)[id] == nil {
+		return
+	}
+	l.slow.set(id, false)
+	m := make(map[uint32]*pairLatency, len(*old))
+	for k, v := range *old {
+		if k != id {
+			m[k] = v
+		}
+	}
+	l.tracked.Store(&m)
+}
+
+func mapLen(m *map[uint32]*pairLatency) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
+}
+
+// latencySample reports whether a verdict's elapsed time says how fast its pair is: a success,
+// or a timeout (the worker waited that long and got nothing).
+func latencySample(v Verdict) bool {
+	return v.Outcome == Success || v.Class == ClassTimeout
+}
+
+// prefer reports whether candidate b is to be preferred to a for origin o at now: its expected
+// latency × (in flight + 1) is lower. Before the origin tracks any pair, that is the lower
+// in-flight count, read from the counters alone.
+func (p *Pool) prefer(now time.Time, o *originState, a, b candidate) bool {
+	na, nb := p.inflight.get(a.id), p.inflight.get(b.id)
+	if !o.lat.tracking() {
+		return nb < na
+	}
+	typ := o.lat.typicalSeconds()
+	ca := o.lat.estimate(now, a.id, typ) * float64(na+1)
+	cb := o.lat.estimate(now, b.id, typ) * float64(nb+1)
+	return cb < ca
+}

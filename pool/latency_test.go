@@ -1,0 +1,129 @@
+package pool_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
+)
+
+// newLatencyPool is a LeastLoaded pool of n exits labelled e0…e(n-1) on a fake clock.
+func newLatencyPool(t *testing.T, n int) (*pool.Pool, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(leaseT0)
+	var exits []*pool.Exit
+	for i := range n {
+		exits = append(exits, pool.MustParseExit(fmt.Sprintf("10.0.0.%d:3128", i+1)).WithLabel(fmt.Sprintf("e%d", i)))
+	}
+	p, err := pool.New(pool.WithExits(exits...), pool.WithClock(clk), pool.WithSeed(3),
+		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, clk
+}
+
+// answer sends one request for origin through the exit labelled exit (or any, if ""), answered
+// a success after d on the fake clock.
+func answer(t *testing.T, p *pool.Pool, clk *clock.Fake, origin, exit string, d time.Duration) {
+	t.Helper()
+	l, err := p.Pick(context.Background(), pool.Request{Origin: origin, Exit: exit})
+	if err != nil {
+		t.Fatalf("Pick(%s, %q) = %v", origin, exit, err)
+	}
+	clk.Advance(d)
+	l.Report(okVerdict)
+}
+
+// shares picks n times for origin, releasing each lease at once, and counts the picks per exit.
+func shares(t *testing.T, p *pool.Pool, origin string, n int) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for range n {
+		l := mustPick(t, p, origin)
+		got[l.Exit().Label()]++
+		l.Release()
+	}
+	return got
+}
+
+// TestPickCandidatesAreDistinct: of two exits, one holding six leases, every pick goes to the
+// other. Two independent draws were the same exit one pick in four, and a lone candidate wins
+// whatever its load.
+func TestPickCandidatesAreDistinct(t *testing.T) {
+	p, _ := newLatencyPool(t, 2)
+	for range 6 {
+		l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.test", Exit: "e0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release()
+	}
+	if got := shares(t, p, "shop.test", 400); got["e0"] != 0 {
+		t.Errorf("picks with e0 holding 6 leases and e1 none: %v, want every one on e1", got)
+	}
+}
+
+// TestSlowPairIsPickedLess: with one of four exits answering in 1.5 s and the others in 10 ms,
+// the slow one is left out of picks; left alone, its estimate decays and it gets a trickle again.
+func TestSlowPairIsPickedLess(t *testing.T) {
+	p, clk := newLatencyPool(t, 4)
+	for range 20 {
+		for i := 1; i < 4; i++ {
+			answer(t, p, clk, "shop.test", fmt.Sprintf("e%d", i), 10*time.Millisecond)
+		}
+	}
+	answer(t, p, clk, "shop.test", "e0", 1500*time.Millisecond)
+	if got := shares(t, p, "shop.test", 400); got["e0"] != 0 {
+		t.Errorf("picks right after e0 answered in 1.5 s (others 10 ms): %v, want none on e0", got)
+	}
+	// Hold one lease on each fast exit: the slow one costs 1.5 s × 1, each fast one 10 ms × 2.
+	var held []pool.Lease
+	for i := 1; i < 4; i++ {
+		l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.test", Exit: fmt.Sprintf("e%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	if got := shares(t, p, "shop.test", 400); got["e0"] != 0 {
+		t.Errorf("picks with each fast exit holding a lease, e0 just slow: %v, want none on e0", got)
+	}
+	clk.Advance(2 * time.Minute) // the estimate decays towards the typical 10 ms
+	if got := shares(t, p, "shop.test", 400); got["e0"] == 0 {
+		t.Errorf("picks 2 min after e0's slow answer, fast exits loaded: %v, want some on e0 (a trickle)", got)
+	}
+	for _, l := range held {
+		l.Release()
+	}
+	// A fast answer from e0 brings it back to its full share.
+	answer(t, p, clk, "shop.test", "e0", 10*time.Millisecond)
+	if got := shares(t, p, "shop.test", 400); got["e0"] < 60 {
+		t.Errorf("picks after e0 answered in 10 ms: %v, want e0 near a fair 100 of 400", got)
+	}
+}
+
+// TestSlowForOneOriginOnly: an exit slow for one site is judged slow there only: another site,
+// for which it is as fast as the others, keeps sending it its share.
+func TestSlowForOneOriginOnly(t *testing.T) {
+	p, clk := newLatencyPool(t, 4)
+	for range 20 {
+		for i := range 4 {
+			d := 10 * time.Millisecond
+			if i == 0 {
+				d = 1500 * time.Millisecond
+			}
+			answer(t, p, clk, "a.test", fmt.Sprintf("e%d", i), d)
+			answer(t, p, clk, "b.test", fmt.Sprintf("e%d", i), 10*time.Millisecond)
+		}
+	}
+	if got := shares(t, p, "a.test", 400); got["e0"] != 0 {
+		t.Errorf("a.test, for which e0 is slow: %v, want none on e0", got)
+	}
+	if got := shares(t, p, "b.test", 400); got["e0"] < 60 {
+		t.Errorf("b.test, for which e0 is fast: %v, want e0 near a fair 100 of 400", got)
+	}
+}
