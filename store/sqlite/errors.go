@@ -27,6 +27,7 @@ type FileError struct {
 	Err  error
 }
 
+// Error returns the message: the file, what is wrong with it and, for a bad file, the remedy.
 func (e *FileError) Error() string {
 	switch e.Kind {
 	case ErrCorrupt:
