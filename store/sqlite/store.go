@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
@@ -314,52 +313,9 @@ func (st *Store) load(now time.Time) (pool.SavedState, error) {
 		`DELETE FROM breakers WHERE (state = 'closed' AND level = 0) OR (changed < ?1 AND next_probe < ?1)`, cutoff); err != nil {
 		return pool.SavedState{}, classify(st.path, err)
 	}
-	rows, err := st.db.QueryContext(ctx, `SELECT scope, exit_label, origin, state, parked, level, trips,
-		next_probe, closed_at, last_failure, changed FROM breakers ORDER BY scope, exit_label, origin`)
+	breakers, err := readBreakers(ctx, st.db)
 	if err != nil {
 		return pool.SavedState{}, classify(st.path, err)
 	}
-	defer rows.Close()
-	out := pool.SavedState{Version: pool.SavedStateVersion, Saved: now}
-	for rows.Next() {
-		var (
-			scope, state                 string
-			sb                           pool.SavedBreaker
-			parked                       bool
-			level                        int
-			trips                        int64
-			nextProbe, closedAt, changed int64
-		)
-		if err := rows.Scan(&scope, &sb.Exit, &sb.Origin, &state, &parked, &level, &trips,
-			&nextProbe, &closedAt, &sb.LastFailure, &changed); err != nil {
-			return pool.SavedState{}, classify(st.path, err)
-		}
-		if err := sb.Scope.UnmarshalText([]byte(scope)); err != nil {
-			return pool.SavedState{}, &FileError{Path: st.path, Kind: ErrCorrupt, Err: fmt.Errorf("row (%s, %q, %q): %v", scope, sb.Exit, sb.Origin, err)}
-		}
-		if err := sb.State.UnmarshalText([]byte(state)); err != nil || sb.State == breaker.HalfOpen || level < 0 || trips < 0 || trips > 1<<32-1 {
-			return pool.SavedState{}, &FileError{Path: st.path, Kind: ErrCorrupt, Err: fmt.Errorf("row (%s, %q, %q): state %q, level %d, trips %d", scope, sb.Exit, sb.Origin, state, level, trips)}
-		}
-		sb.Parked, sb.Level, sb.Trips = parked, level, uint32(trips)
-		sb.NextProbe, sb.ClosedAt, sb.Changed = unixTime(nextProbe), unixTime(closedAt), unixTime(changed)
-		out.Breakers = append(out.Breakers, sb)
-	}
-	if err := rows.Err(); err != nil {
-		return pool.SavedState{}, classify(st.path, err)
-	}
-	return out, nil
-}
-
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func unixTime(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
+	return pool.SavedState{Version: pool.SavedStateVersion, Saved: now, Breakers: breakers}, nil
 }
