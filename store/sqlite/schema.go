@@ -52,8 +52,8 @@ func createBreakers() string {
 }
 
 // openDB opens path, checks it is a healthy state file of SchemaVersion (creating the tables in an
-// empty one) whose columns and rows this build reads, and that its write lock can be had, and returns
-// the handle. Every error is a *FileError.
+// empty one) whose columns and rows this build reads, and that it can be written, and returns the
+// handle. Every error is a *FileError.
 func openDB(path string, s *Settings) (*sql.DB, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
@@ -142,13 +142,18 @@ func checkDB(db *sql.DB, busy time.Duration) error {
 	if _, err := readBreakers(ctx, db); err != nil {
 		return err
 	}
-	// Take the write lock once, so a file another process holds is reported now, not at the first
-	// flush.
+	// Write once (the version the file already holds), so that a file this process cannot write
+	// (ErrReadOnly) or another process holds the write lock on (ErrLocked) is reported now, not at
+	// the first flush.
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	return tx.Rollback()
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = version`); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // checkColumns compares the breakers table with breakerColumns: a missing column, one of another
