@@ -152,6 +152,7 @@ func Open(path string, s Settings) (*Store, error) {
 			lock.release()
 			return nil, err
 		}
+		lock.unlockFile()
 		aside, merr := moveAside(path, s.Clock.Now())
 		if merr != nil {
 			lock.release()
@@ -159,6 +160,10 @@ func Open(path string, s Settings) (*Store, error) {
 		}
 		s.Logger.Warn("sqlitestore: state file unusable, starting fresh; the old file is kept",
 			"path", path, "kept_as", aside, "err", err)
+		if err := lock.lockFile(path); err != nil {
+			lock.release()
+			return nil, err
+		}
 		if db, err = openDB(path, &s); err != nil {
 			lock.release()
 			return nil, err
