@@ -14,17 +14,22 @@ var (
 	ErrCorrupt = errors.New("sqlitestore: corrupt state file")
 	// ErrSchema: the database is of another schema version, or not a proxybreaker state file.
 	ErrSchema = errors.New("sqlitestore: unexpected schema")
-	// ErrLocked: another Store has the file open, in this process or another (Open fails at once),
-	// or another connection holds the file's write lock for longer than the busy timeout.
+	// ErrLocked: another Store has the file open, in this process or another, by this path or
+	// another name for it (Open fails at once), or another connection holds the file's write lock
+	// for longer than the busy timeout.
 	ErrLocked = errors.New("sqlitestore: state file locked")
 	// ErrReadOnly: the file cannot be written — refused at Open; while the Store runs, every flush
 	// fails with it until the file is writable again.
 	ErrReadOnly = errors.New("sqlitestore: state file not writable")
+	// ErrGone: the file was removed (or its directory), or another file took its name, while the
+	// Store had it open: what the Store writes no longer reaches that path. Every later flush, and
+	// Close, fails with it.
+	ErrGone = errors.New("sqlitestore: state file gone")
 )
 
 // FileError is an error about the state file at Path. Kind is ErrCorrupt, ErrSchema, ErrLocked,
-// ErrReadOnly or nil (any other trouble: a missing directory, no permission); errors.Is(err, Kind)
-// holds.
+// ErrReadOnly, ErrGone or nil (any other trouble: a missing directory, no permission);
+// errors.Is(err, Kind) holds.
 type FileError struct {
 	Path string
 	Kind error
@@ -42,6 +47,8 @@ func (e *FileError) Error() string {
 		return fmt.Sprintf("sqlitestore: %s is locked by another connection: %v (stop the process that holds it, or give this one its own file)", e.Path, e.Err)
 	case ErrReadOnly:
 		return fmt.Sprintf("sqlitestore: %s cannot be written: %v", e.Path, e.Err)
+	case ErrGone:
+		return fmt.Sprintf("sqlitestore: %s is gone: %v (the breaker state is no longer saved; reopen the store on a file that stays)", e.Path, e.Err)
 	}
 	return fmt.Sprintf("sqlitestore: %s: %v", e.Path, e.Err)
 }

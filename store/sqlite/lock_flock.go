@@ -49,3 +49,10 @@ func flockFile(f *os.File) (held bool, err error) {
 	}
 	return false, lerr
 }
+
+// writable reports why path cannot be written by this process, or nil: the kernel's answer
+// (access(2)), so a read-only file system or an immutable file stops root too.
+func writable(path string) error {
+	const wOK = 2 // W_OK
+	return syscall.Access(path, wOK)
+}

@@ -304,10 +304,12 @@ func (st *Store) Stats() Stats {
 	return Stats{Written: st.written.Load(), Dropped: st.dropped.Load(), Resyncs: st.resyncs.Load(), LastErr: st.lastErr}
 }
 
-func (st *Store) setErr(err error) {
+// setErr notes err (nil after a flush that succeeded) and returns the one it replaces.
+func (st *Store) setErr(err error) (prev error) {
 	st.errMu.Lock()
-	st.lastErr = err
-	st.errMu.Unlock()
+	defer st.errMu.Unlock()
+	prev, st.lastErr = st.lastErr, err
+	return prev
 }
 
 // load reads every row, after pruning.

@@ -1,12 +1,14 @@
 package sqlitestore_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"unsafe"
 
+	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
 	sqlitestore "github.com/proxybreaker/proxybreaker/store/sqlite"
 )
 
@@ -79,4 +81,14 @@ func TestOpenRefusesUnwritableFile(t *testing.T) {
 	if bad, _ := filepath.Glob(path + ".bad-*"); len(bad) > 0 {
 		t.Errorf("an unwritable file was moved aside: %v", bad)
 	}
+}
+
+// TestStateFileReadOnlyMidRun: a state file made read-only under a running store is reported by
+// Flush, Stats().LastErr, the log and Close (ErrReadOnly): the next Open would refuse it.
+func TestStateFileReadOnlyMidRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	var logs bytes.Buffer
+	e := newEnv(t, path, storetest.T0, sqlitestore.Settings{Logger: quiet(&logs)})
+	makeUnwritable(t, path)
+	wantWriteFailure(t, e, &logs, sqlitestore.ErrReadOnly, path)
 }
