@@ -45,7 +45,8 @@ type Settings struct {
 	Retention time.Duration
 	// StartFresh: when the file is corrupt or of another schema (ErrCorrupt, ErrSchema), rename it
 	// aside to PATH.bad-TIMESTAMP (with its -wal and -shm files), log a warning and start an empty
-	// file, instead of failing. A locked file is an error all the same.
+	// file, instead of failing. A locked or unwritable file (ErrLocked, ErrReadOnly) is an error
+	// all the same.
 	StartFresh bool
 	// Sync commits with synchronous=FULL (an fsync per commit), so that commits also survive a power
 	// cut or kernel crash. Default synchronous=NORMAL, which survives a killed process.
@@ -255,7 +256,9 @@ func (st *Store) Bind(p *pool.Pool) (unbind func(), err error) {
 // Settings.Retention and CLOSED rows with nothing to remember.
 func (st *Store) Load() (pool.SavedState, error) { return st.load(st.s.Clock.Now()) }
 
-// Flush commits everything queued so far and returns when it is on disk (or the error).
+// Flush commits everything queued so far and returns when it is on disk, or the error — ErrGone or
+// ErrReadOnly (a *FileError) when the file was removed, replaced or made read-only since Open, even
+// with nothing queued.
 func (st *Store) Flush() error {
 	if st.closed.Load() {
 		return errors.New("sqlitestore: Flush after Close")
