@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
-	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
 	sqlitestore "github.com/proxybreaker/proxybreaker/store/sqlite"
 )
@@ -94,26 +93,60 @@ func TestWrongSchema(t *testing.T) {
 	_, err = sqlitestore.Open(foreign, sqlitestore.Settings{Logger: quiet(nil)})
 	wantFileError(t, err, sqlitestore.ErrSchema, foreign, "not a proxybreaker state file", "users")
 
-	// A row this build cannot read is a corrupt file, reported at Bind with the row's key.
-	badRow := filepath.Join(dir, "badrow.db")
-	st, err := sqlitestore.Open(badRow, sqlitestore.Settings{Logger: quiet(nil)})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestOpenChecksColumnsAndRows: a file with the right schema version but a breakers table of
+// other columns (ErrSchema), or with a row this build cannot read (ErrCorrupt), is refused by
+// Open, naming the file and what is wrong — not accepted and failing later at Bind or at the
+// first flush — so that StartFresh moves it aside.
+func TestOpenChecksColumnsAndRows(t *testing.T) {
+	version := []string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version VALUES (1)`}
+	good := `CREATE TABLE breakers (scope TEXT NOT NULL, exit_label TEXT NOT NULL, origin TEXT NOT NULL,
+		state TEXT NOT NULL, parked INTEGER NOT NULL, level INTEGER NOT NULL, trips INTEGER NOT NULL,
+		next_probe INTEGER NOT NULL, closed_at INTEGER NOT NULL, last_failure TEXT NOT NULL,
+		changed INTEGER NOT NULL, PRIMARY KEY (scope, exit_label, origin)) WITHOUT ROWID`
+	for i, tc := range []struct {
+		name  string
+		stmts []string
+		kind  error
+		wants []string
+	}{
+		{"missing column", []string{`CREATE TABLE breakers (scope TEXT, exit_label TEXT, origin TEXT, state TEXT,
+			PRIMARY KEY (scope, exit_label, origin))`}, sqlitestore.ErrSchema, []string{"no column parked", "no column changed"}},
+		{"wrong type", []string{strings.Replace(good, "level INTEGER", "level TEXT", 1)}, sqlitestore.ErrSchema,
+			[]string{"column level is TEXT", "want INTEGER"}},
+		{"no primary key", []string{strings.Replace(good, ", PRIMARY KEY (scope, exit_label, origin)) WITHOUT ROWID", ")", 1)},
+			sqlitestore.ErrSchema, []string{"column scope", "primary key"}},
+		{"unknown column", []string{strings.Replace(good, "changed INTEGER NOT NULL,", "changed INTEGER NOT NULL, extra TEXT,", 1)},
+			sqlitestore.ErrSchema, []string{"unknown column extra"}},
+		{"bad state", []string{good, `INSERT INTO breakers VALUES ('pair', 'x1', 'a.example', 'ajar', 0, 1, 1, 9000000000000000000, 0, '', 9000000000000000000)`},
+			sqlitestore.ErrCorrupt, []string{`"x1"`, `"a.example"`, "ajar"}},
+		{"text in an integer column", []string{good, `INSERT INTO breakers VALUES ('pair', 'x1', 'a.example', 'open', 0, 'high', 1, 1, 0, '', 1)`},
+			sqlitestore.ErrCorrupt, []string{"breakers row 1", "high"}},
+	} {
+		path := filepath.Join(t.TempDir(), "state.db")
+		rawExec(t, path, append(append([]string{}, version...), tc.stmts...)...)
+		st, err := sqlitestore.Open(path, sqlitestore.Settings{Logger: quiet(nil)})
+		if err == nil {
+			st.Close()
+			t.Errorf("step %d (%s): Open = a store, want %v", i, tc.name, tc.kind)
+			continue
+		}
+		wantFileError(t, err, tc.kind, path, append([]string{path, "StartFresh"}, tc.wants...)...)
+
+		st, err = sqlitestore.Open(path, sqlitestore.Settings{StartFresh: true, Logger: quiet(nil)})
+		if err != nil {
+			t.Errorf("step %d (%s): Open with StartFresh = %v, want a fresh file", i, tc.name, err)
+			continue
+		}
+		if s, err := st.Load(); err != nil || len(s.Breakers) != 0 {
+			t.Errorf("step %d (%s): Load() on the fresh file = %+v, %v", i, tc.name, s, err)
+		}
+		st.Close()
+		if bad, _ := filepath.Glob(path + ".bad-*"); len(bad) != 1 {
+			t.Errorf("step %d (%s): files moved aside: %v, want 1", i, tc.name, bad)
+		}
 	}
-	st.Close()
-	rawExec(t, badRow, `INSERT INTO breakers VALUES ('pair', 'x1', 'a.example', 'ajar', 0, 1, 1, 9000000000000000000, 0, '', 9000000000000000000)`)
-	st, err = sqlitestore.Open(badRow, sqlitestore.Settings{Logger: quiet(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	p, err := pool.New(pool.WithExits(storetest.Exits("x", 2)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	_, err = p.Observe(st)
-	wantFileError(t, err, sqlitestore.ErrCorrupt, badRow, `"x1"`, `"a.example"`, `ajar`)
 }
 
 // TestStartFresh: with the opt-in, a corrupt or foreign file is moved aside, kept byte for byte,

@@ -28,24 +28,36 @@
 //
 // # Bad files
 //
-// Open checks the file before anything is restored: a file that is not a database or is damaged
-// (PRAGMA quick_check) is ErrCorrupt; a database of another schema version, or one that is not a
-// proxybreaker state file at all, is ErrSchema; a file another connection holds a write lock on
-// for longer than Settings.BusyTimeout is ErrLocked. Each comes as a *FileError naming the file
-// and the remedy. With Settings.StartFresh, a corrupt or foreign file is renamed aside (kept, never
-// deleted) and a fresh file started, with a warning on Settings.Logger. A locked file is always an
-// error: starting afresh would mean writing beside a process that is using it.
+// Open checks the file before anything is restored: a file that is not a database, is damaged
+// (PRAGMA quick_check) or holds a row this build cannot parse is ErrCorrupt; a database of another
+// schema version or other columns, or one that is not a proxybreaker state file at all, is
+// ErrSchema; a file another connection holds a write lock on for longer than Settings.BusyTimeout
+// is ErrLocked; a file that a real write fails on (not a mode check, which root passes) is
+// ErrReadOnly. Each comes as a *FileError naming the file and the remedy. With
+// Settings.StartFresh, a corrupt or foreign file is renamed aside (kept, never deleted) and a fresh
+// file started, with a warning on Settings.Logger. A locked or unwritable file is always an error:
+// starting afresh would mean writing beside a process that is using it, or failing alike.
+//
+// While the Store runs, each flush first checks that the path still names the file it opened and
+// that the file can still be written. A file unlinked from under SQLite — removed, its directory
+// removed, or renamed over — takes commits without an error, and they vanish with it; so such a
+// file is ErrGone, and an unwritable one ErrReadOnly, from every later Flush, in Stats().LastErr
+// and from Close, and the first failure is logged on Settings.Logger.
 //
 // # One writer
 //
 // A state file has one Store at a time. Two would each restore it and then overwrite each other's
 // rows with their own pool's view, and SQLite would let them: it serialises transactions, not
 // writers. So Open takes an exclusive lock on a lock file beside the state file (PATH.lock, after
-// resolving symbolic links, so two spellings of one path share it) and holds it until Close;
+// resolving symbolic links, so two spellings of one path share it) and, on Linux, one on the state
+// file itself (so a hard link, another name for the same file, shares it too), and holds them until
+// Close;
 // another Open of the file, from any process or from this one, fails at once with an ErrLocked
 // *FileError that names the file, the lock file and, where it can, the holder's pid. The lock is
 // flock(2) on Unix — it belongs to the open file, so it excludes a second Store within one process
-// too — and a handle opened without sharing on Windows. Either way the operating system drops it
+// too — and a handle opened without sharing on Windows. Only Linux also flocks the state file: on
+// the BSDs and macOS flock and SQLite's fcntl locks on one file conflict, so there a hard link
+// escapes the lock. Either way the operating system drops it
 // with the process: a Store killed with kill -9 leaves no stale lock, and the next Open simply
 // takes it. The lock file itself stays (removing it would let two Stores each hold a lock on a
 // different file of that name); it holds the last holder's pid and nothing else.

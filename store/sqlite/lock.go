@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,17 +14,20 @@ import (
 // /var/lib/app/state.db holds /var/lib/app/state.db.lock for as long as it is open.
 const LockSuffix = ".lock"
 
-// fileLock is a Store's hold on its state file's lock file: an exclusive lock held from Open to
-// Close, released by the operating system when the process dies however it dies.
+// fileLock is a Store's hold on its state file: an exclusive lock on the lock file beside it and,
+// on Linux, one on the state file itself, held from Open to Close and released by the operating
+// system when the process dies however it dies.
 type fileLock struct {
 	f    *os.File
-	path string // the lock file's
+	path string   // the lock file's
+	file *os.File // the state file itself, open read-only: its identity (and its lock)
 }
 
 // lockFor takes the lock of the state file at path for this Store, or fails at once with an
-// ErrLocked *FileError when another Store — in this process or another — holds it. The lock file
-// is created if need be and never removed: removing it would let a Store that opened the old
-// one and a Store that created a new one both hold "the" lock.
+// ErrLocked *FileError when another Store — in this process or another, by this path or through
+// a hard link — holds it. The lock file is created if need be and never removed: removing it
+// would let a Store that opened the old one and a Store that created a new one both hold "the"
+// lock. The state file is created, empty, if need be.
 func lockFor(path string) (*fileLock, error) {
 	name := lockPath(path)
 	f, held, err := openLocked(name)
@@ -37,11 +41,51 @@ func lockFor(path string) (*fileLock, error) {
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &fileLock{f: f, path: name}, nil
+	l := &fileLock{f: f, path: name}
+	if err := l.lockFile(path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return l, nil
 }
 
-// release gives the lock up. The lock file stays.
-func (l *fileLock) release() error { return l.f.Close() }
+// lockFile opens the state file at path itself and locks it: the lock beside it is keyed by the
+// path, this one by the file, so that a Store opened through a hard link is refused too.
+func (l *fileLock) lockFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return &FileError{Path: path, Err: err}
+	}
+	held, err := lockStateFile(f)
+	if err != nil || held {
+		f.Close()
+	}
+	switch {
+	case held:
+		return &FileError{Path: path, Kind: ErrLocked,
+			Err: errors.New("another Store has this file open under another name (a hard link) and holds its lock")}
+	case err != nil:
+		return &FileError{Path: path, Err: fmt.Errorf("lock: %v", err)}
+	}
+	l.file = f
+	return nil
+}
+
+// unlockFile lets the state file go (keeping the lock beside it), before StartFresh moves it aside.
+// Closing any descriptor of a file drops the process's fcntl locks on it, SQLite's among them: so
+// only once SQLite has closed the file.
+func (l *fileLock) unlockFile() {
+	if l.file != nil {
+		l.file.Close()
+		l.file = nil
+	}
+}
+
+// release gives both locks up, once SQLite has closed the file. The lock file stays.
+func (l *fileLock) release() error {
+	l.unlockFile()
+	return l.f.Close()
+}
 
 // lockPath is the lock file of the state file at path, beside the file path names once symbolic
 // links are resolved, so that two spellings of one file (a relative path, a link) share one lock.

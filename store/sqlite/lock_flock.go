@@ -19,10 +19,20 @@ func openLocked(name string) (f *os.File, held bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
+	held, err = flockFile(f)
+	if err != nil || held {
+		f.Close()
+		return nil, held, err
+	}
+	return f, false, nil
+}
+
+// flockFile takes an exclusive flock(2) on f without waiting; held reports one another open file
+// holds.
+func flockFile(f *os.File) (held bool, err error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		f.Close()
-		return nil, false, err
+		return false, err
 	}
 	var lerr error
 	if err := rc.Control(func(fd uintptr) {
@@ -32,16 +42,17 @@ func openLocked(name string) (f *os.File, held bool, err error) {
 			}
 		}
 	}); err != nil {
-		f.Close()
-		return nil, false, err
+		return false, err
 	}
-	switch {
-	case errors.Is(lerr, syscall.EWOULDBLOCK):
-		f.Close()
-		return nil, true, nil
-	case lerr != nil:
-		f.Close()
-		return nil, false, lerr
+	if errors.Is(lerr, syscall.EWOULDBLOCK) {
+		return true, nil
 	}
-	return f, false, nil
+	return false, lerr
+}
+
+// writable reports why path cannot be written by this process, or nil: the kernel's answer
+// (access(2)), so a read-only file system or an immutable file stops root too.
+func writable(path string) error {
+	const wOK = 2 // W_OK
+	return syscall.Access(path, wOK)
 }

@@ -216,18 +216,26 @@ func TestSecondProcessIsLocked(t *testing.T) {
 	// The other way round.
 	st := openOK(t, path)
 	defer st.Close()
+	out := childOpenLocked(t, path)
+	for _, want := range []string{path, "process " + strconv.Itoa(os.Getpid())} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the child's error %q does not say %q", out, want)
+		}
+	}
+}
+
+// childOpenLocked runs a child process that opens path once, fails the test unless that Open
+// failed with ErrLocked, and returns what the child printed: the error.
+func childOpenLocked(t *testing.T, path string) string {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=open", childPathEnv+"="+path)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != childLockedExit {
-		t.Fatalf("a child's Open while this process holds the file: %v, output %q; want exit status %d (ErrLocked)",
-			err, out, childLockedExit)
+		t.Fatalf("a child's Open of %s while this process holds the file: %v, output %q; want exit status %d (ErrLocked)",
+			path, err, out, childLockedExit)
 	}
-	for _, want := range []string{path, "process " + strconv.Itoa(os.Getpid())} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the child's error %q does not say %q", out, want)
-		}
-	}
+	return string(out)
 }

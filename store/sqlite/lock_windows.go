@@ -3,6 +3,7 @@
 package sqlitestore
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -28,4 +29,16 @@ func openLocked(name string) (f *os.File, held bool, err error) {
 		return nil, false, err
 	}
 	return os.NewFile(uintptr(h), name), false, nil
+}
+
+// writable reports why path cannot be written, or nil: its read-only attribute.
+func writable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o200 == 0 {
+		return errors.New("read-only attribute set")
+	}
+	return nil
 }

@@ -16,30 +16,44 @@ import (
 // schema_version table. A file of another version is refused (ErrSchema), never rewritten.
 const SchemaVersion = 1
 
-// schema creates the tables of a fresh file. Instants are Unix nanoseconds, 0 for none; a row is
-// a pool.SavedBreaker.
+// column is one column of the breakers table; pk is its place in the primary key (1-based, 0 for
+// none), as PRAGMA table_info reports it.
+type column struct {
+	name, typ string
+	pk        int
+}
+
+// breakerColumns are the breakers table's columns, in order. Instants are Unix nanoseconds, 0 for
+// none; a row is a pool.SavedBreaker. Open checks a file's table against them.
+var breakerColumns = []column{
+	{"scope", "TEXT", 1}, {"exit_label", "TEXT", 2}, {"origin", "TEXT", 3},
+	{"state", "TEXT", 0}, {"parked", "INTEGER", 0}, {"level", "INTEGER", 0}, {"trips", "INTEGER", 0},
+	{"next_probe", "INTEGER", 0}, {"closed_at", "INTEGER", 0}, {"last_failure", "TEXT", 0},
+	{"changed", "INTEGER", 0},
+}
+
+// schema creates the tables of a fresh file.
 var schema = []string{
 	`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
 	fmt.Sprintf(`INSERT INTO schema_version (version) VALUES (%d)`, SchemaVersion),
-	`CREATE TABLE breakers (
-		scope        TEXT    NOT NULL,
-		exit_label   TEXT    NOT NULL,
-		origin       TEXT    NOT NULL,
-		state        TEXT    NOT NULL,
-		parked       INTEGER NOT NULL,
-		level        INTEGER NOT NULL,
-		trips        INTEGER NOT NULL,
-		next_probe   INTEGER NOT NULL,
-		closed_at    INTEGER NOT NULL,
-		last_failure TEXT    NOT NULL,
-		changed      INTEGER NOT NULL,
-		PRIMARY KEY (scope, exit_label, origin)
-	) WITHOUT ROWID`,
+	createBreakers(),
+}
+
+func createBreakers() string {
+	var cols, key []string
+	for _, c := range breakerColumns {
+		cols = append(cols, c.name+" "+c.typ+" NOT NULL")
+		if c.pk > 0 {
+			key = append(key, c.name)
+		}
+	}
+	return fmt.Sprintf("CREATE TABLE breakers (%s, PRIMARY KEY (%s)) WITHOUT ROWID",
+		strings.Join(cols, ", "), strings.Join(key, ", "))
 }
 
 // openDB opens path, checks it is a healthy state file of SchemaVersion (creating the tables in an
-// empty one) and that its write lock can be had, and returns the handle. Every error is a
-// *FileError.
+// empty one) whose columns and rows this build reads, and that it can be written, and returns the
+// handle. Every error is a *FileError.
 func openDB(path string, s *Settings) (*sql.DB, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
@@ -120,13 +134,67 @@ func checkDB(db *sql.DB, busy time.Duration) error {
 	case !slices.Contains(tables, "breakers"):
 		return &FileError{Kind: ErrSchema, Err: fmt.Errorf("schema version %d without its breakers table", SchemaVersion)}
 	}
-	// Take the write lock once, so a file another process holds is reported now, not at the first
-	// flush.
+	if err := checkColumns(ctx, db); err != nil {
+		return err
+	}
+	// Every row this build will restore must parse now, while StartFresh can still move the file
+	// aside, not at Bind.
+	if _, err := readBreakers(ctx, db); err != nil {
+		return err
+	}
+	// Write once (the version the file already holds), so that a file this process cannot write
+	// (ErrReadOnly) or another process holds the write lock on (ErrLocked) is reported now, not at
+	// the first flush.
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	return tx.Rollback()
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = version`); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// checkColumns compares the breakers table with breakerColumns: a missing column, one of another
+// type or primary-key place, or one this build does not know is ErrSchema, naming each.
+func checkColumns(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT name, type, pk FROM pragma_table_info('breakers')`)
+	if err != nil {
+		return err
+	}
+	have := map[string]column{}
+	var unknown []string
+	for rows.Next() {
+		var c column
+		if err := rows.Scan(&c.name, &c.typ, &c.pk); err != nil {
+			rows.Close()
+			return err
+		}
+		have[c.name] = c
+		if !slices.ContainsFunc(breakerColumns, func(w column) bool { return w.name == c.name }) {
+			unknown = append(unknown, c.name)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	var problems []string
+	for _, w := range breakerColumns {
+		switch c, ok := have[w.name]; {
+		case !ok:
+			problems = append(problems, "no column "+w.name)
+		case !strings.EqualFold(c.typ, w.typ) || c.pk != w.pk:
+			problems = append(problems, fmt.Sprintf("column %s is %s (primary key place %d), want %s (%d)", w.name, c.typ, c.pk, w.typ, w.pk))
+		}
+	}
+	for _, name := range unknown {
+		problems = append(problems, "unknown column "+name)
+	}
+	if len(problems) > 0 {
+		return &FileError{Kind: ErrSchema, Err: fmt.Errorf("breakers table: %s", strings.Join(problems, "; "))}
+	}
+	return nil
 }
 
 // quickCheck runs PRAGMA quick_check and turns anything but "ok" into ErrCorrupt.

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/store"
@@ -46,7 +45,8 @@ type Settings struct {
 	Retention time.Duration
 	// StartFresh: when the file is corrupt or of another schema (ErrCorrupt, ErrSchema), rename it
 	// aside to PATH.bad-TIMESTAMP (with its -wal and -shm files), log a warning and start an empty
-	// file, instead of failing. A locked file is an error all the same.
+	// file, instead of failing. A locked or unwritable file (ErrLocked, ErrReadOnly) is an error
+	// all the same.
 	StartFresh bool
 	// Sync commits with synchronous=FULL (an fsync per commit), so that commits also survive a power
 	// cut or kernel crash. Default synchronous=NORMAL, which survives a killed process.
@@ -153,6 +153,7 @@ func Open(path string, s Settings) (*Store, error) {
 			lock.release()
 			return nil, err
 		}
+		lock.unlockFile()
 		aside, merr := moveAside(path, s.Clock.Now())
 		if merr != nil {
 			lock.release()
@@ -160,6 +161,10 @@ func Open(path string, s Settings) (*Store, error) {
 		}
 		s.Logger.Warn("sqlitestore: state file unusable, starting fresh; the old file is kept",
 			"path", path, "kept_as", aside, "err", err)
+		if err := lock.lockFile(path); err != nil {
+			lock.release()
+			return nil, err
+		}
 		if db, err = openDB(path, &s); err != nil {
 			lock.release()
 			return nil, err
@@ -251,7 +256,9 @@ func (st *Store) Bind(p *pool.Pool) (unbind func(), err error) {
 // Settings.Retention and CLOSED rows with nothing to remember.
 func (st *Store) Load() (pool.SavedState, error) { return st.load(st.s.Clock.Now()) }
 
-// Flush commits everything queued so far and returns when it is on disk (or the error).
+// Flush commits everything queued so far and returns when it is on disk, or the error — ErrGone or
+// ErrReadOnly (a *FileError) when the file was removed, replaced or made read-only since Open, even
+// with nothing queued.
 func (st *Store) Flush() error {
 	if st.closed.Load() {
 		return errors.New("sqlitestore: Flush after Close")
@@ -300,10 +307,12 @@ func (st *Store) Stats() Stats {
 	return Stats{Written: st.written.Load(), Dropped: st.dropped.Load(), Resyncs: st.resyncs.Load(), LastErr: st.lastErr}
 }
 
-func (st *Store) setErr(err error) {
+// setErr notes err (nil after a flush that succeeded) and returns the one it replaces.
+func (st *Store) setErr(err error) (prev error) {
 	st.errMu.Lock()
-	st.lastErr = err
-	st.errMu.Unlock()
+	defer st.errMu.Unlock()
+	prev, st.lastErr = st.lastErr, err
+	return prev
 }
 
 // load reads every row, after pruning.
@@ -314,52 +323,9 @@ func (st *Store) load(now time.Time) (pool.SavedState, error) {
 		`DELETE FROM breakers WHERE (state = 'closed' AND level = 0) OR (changed < ?1 AND next_probe < ?1)`, cutoff); err != nil {
 		return pool.SavedState{}, classify(st.path, err)
 	}
-	rows, err := st.db.QueryContext(ctx, `SELECT scope, exit_label, origin, state, parked, level, trips,
-		next_probe, closed_at, last_failure, changed FROM breakers ORDER BY scope, exit_label, origin`)
+	breakers, err := readBreakers(ctx, st.db)
 	if err != nil {
 		return pool.SavedState{}, classify(st.path, err)
 	}
-	defer rows.Close()
-	out := pool.SavedState{Version: pool.SavedStateVersion, Saved: now}
-	for rows.Next() {
-		var (
-			scope, state                 string
-			sb                           pool.SavedBreaker
-			parked                       bool
-			level                        int
-			trips                        int64
-			nextProbe, closedAt, changed int64
-		)
-		if err := rows.Scan(&scope, &sb.Exit, &sb.Origin, &state, &parked, &level, &trips,
-			&nextProbe, &closedAt, &sb.LastFailure, &changed); err != nil {
-			return pool.SavedState{}, classify(st.path, err)
-		}
-		if err := sb.Scope.UnmarshalText([]byte(scope)); err != nil {
-			return pool.SavedState{}, &FileError{Path: st.path, Kind: ErrCorrupt, Err: fmt.Errorf("row (%s, %q, %q): %v", scope, sb.Exit, sb.Origin, err)}
-		}
-		if err := sb.State.UnmarshalText([]byte(state)); err != nil || sb.State == breaker.HalfOpen || level < 0 || trips < 0 || trips > 1<<32-1 {
-			return pool.SavedState{}, &FileError{Path: st.path, Kind: ErrCorrupt, Err: fmt.Errorf("row (%s, %q, %q): state %q, level %d, trips %d", scope, sb.Exit, sb.Origin, state, level, trips)}
-		}
-		sb.Parked, sb.Level, sb.Trips = parked, level, uint32(trips)
-		sb.NextProbe, sb.ClosedAt, sb.Changed = unixTime(nextProbe), unixTime(closedAt), unixTime(changed)
-		out.Breakers = append(out.Breakers, sb)
-	}
-	if err := rows.Err(); err != nil {
-		return pool.SavedState{}, classify(st.path, err)
-	}
-	return out, nil
-}
-
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func unixTime(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
+	return pool.SavedState{Version: pool.SavedStateVersion, Saved: now, Breakers: breakers}, nil
 }

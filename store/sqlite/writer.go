@@ -98,7 +98,12 @@ func (st *Store) run() {
 
 // flush commits pending in one transaction and empties it; on error it keeps pending. After a queue
 // overflow, or when final, it first adds a full snapshot of the bound pool.
+// Each flush, even one with nothing to write, first checks that the file is still there and
+// writable (checkFile): a file removed from under the Store takes commits without an error.
 func (st *Store) flush(pending batch, final bool) error {
+	if err := checkFile(st.path, st.lock.file); err != nil {
+		return st.flushFailed(err, len(pending))
+	}
 	p := st.pool.Load()
 	resync := st.overflow.Swap(false)
 	var replaceAt time.Time
@@ -124,15 +129,23 @@ func (st *Store) flush(pending batch, final bool) error {
 		if resync {
 			st.overflow.Store(true) // do it again next time
 		}
-		err = classify(st.path, err)
-		st.setErr(err)
-		st.log.Error("sqlitestore: flush failed; will retry", "path", st.path, "rows", len(pending), "err", err)
-		return err
+		return st.flushFailed(classify(st.path, err), len(pending))
 	}
 	st.written.Add(uint64(len(pending)))
 	clear(pending)
-	st.setErr(nil)
+	if st.setErr(nil) != nil {
+		st.log.Info("sqlitestore: flushing again", "path", st.path)
+	}
 	return nil
+}
+
+// flushFailed notes err as the last error and logs it when it is news (the first failure, or a
+// different one): a retry every FlushInterval that fails alike stays quiet.
+func (st *Store) flushFailed(err error, rows int) error {
+	if prev := st.setErr(err); prev == nil || prev.Error() != err.Error() {
+		st.log.Error("sqlitestore: flush failed; will retry", "path", st.path, "rows", rows, "err", err)
+	}
+	return err
 }
 
 func (st *Store) commit(pending batch, p *pool.Pool, replaceAt time.Time) error {
