@@ -211,10 +211,10 @@ func latencySample(v Verdict) bool {
 }
 
 // prefer reports whether candidate b is to be preferred to a for origin o at now: its expected
-// latency × (in flight + 1) is lower. Before the origin tracks any pair, that is the lower
-// in-flight count, read from the counters alone.
+// latency × (in flight for o + 1) is lower. Before the origin tracks any pair, that is the lower
+// in-flight count, read from the origin's counters alone (load.go).
 func (p *Pool) prefer(now time.Time, o *originState, a, b candidate) bool {
-	na, nb := p.inflight.get(a.id), p.inflight.get(b.id)
+	na, nb := o.load.get(a.id), o.load.get(b.id)
 	if !o.lat.tracking() {
 		return nb < na
 	}

@@ -306,7 +306,7 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32, 
 		t.exitPm.Release(now)
 		return false
 	}
-	p.inflight.add(id, 1)
+	p.startAttempt(o, id)
 	return true
 }
 

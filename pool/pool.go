@@ -205,8 +205,10 @@ type originState struct {
 	learn recoveryStats
 	// due bounds when its pairs out of CLOSED may next admit a request (due.go).
 	due dueTable
-	// lat is its typical latency and its pairs tracked as slow (latency.go).
-	lat originLatency
+	// lat is its typical latency and its pairs tracked as slow (latency.go); load its attempts
+	// in flight per exit (load.go).
+	lat  originLatency
+	load originLoad
 }
 
 type pair struct {

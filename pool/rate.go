@@ -23,7 +23,7 @@ func (p *Pool) takeTokens(now time.Time, t *ticket) bool {
 // unacquire gives back the exit's and the pair's permits of a ticket whose tokens could not be
 // taken (the origin guard's permit is kept for the next round).
 func (p *Pool) unacquire(now time.Time, t *ticket) {
-	p.inflight.add(t.id, -1)
+	p.endAttempt(t)
 	t.pairPm.Release(now)
 	if t.pairPm.Probe() {
 		t.pair.probeBack(now)

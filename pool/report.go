@@ -18,7 +18,7 @@ import (
 //   - Permanent, pair scope: the pair is parked.
 //   - Neutral: nothing is counted; every slot is freed.
 func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter breaker.State) {
-	p.inflight.add(t.id, -1)
+	p.endAttempt(t)
 	if latencySample(v) {
 		t.origin.lat.observe(now, t.id, now.Sub(t.now))
 	}
@@ -106,7 +106,7 @@ func (p *Pool) pairPermit(t *ticket) breaker.Permit {
 
 // release gives back every permit of a ticket that never produced an attempt.
 func (p *Pool) release(now time.Time, t *ticket) {
-	p.inflight.add(t.id, -1)
+	p.endAttempt(t)
 	t.pairPm.Release(now)
 	if t.pairPm.Probe() {
 		t.pair.probeBack(now)
