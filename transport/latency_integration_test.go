@@ -14,7 +14,7 @@ import (
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
-// slowWorld is four local forward proxies (a, b, c, d) in front of origins whose handler answers
+// slowWorld is local forward proxies (a, b, c, d unless named) in front of origins whose handler answers
 // after slow(origin index, proxy name) — real time, through real proxies — and counts what each
 // proxy carried per origin.
 type slowWorld struct {
@@ -24,7 +24,7 @@ type slowWorld struct {
 	carried []map[string]int // per origin index: proxy name → requests served
 }
 
-func newSlowWorld(t *testing.T, nOrigins int, slow func(origin int, exit string) time.Duration) *slowWorld {
+func newSlowWorld(t testing.TB, nOrigins int, slow func(origin int, exit string) time.Duration, exitNames ...string) *slowWorld {
 	t.Helper()
 	reg := &proxytest.Registry{}
 	w := &slowWorld{carried: make([]map[string]int, nOrigins)}
@@ -47,7 +47,10 @@ func newSlowWorld(t *testing.T, nOrigins int, slow func(origin int, exit string)
 		w.origins = append(w.origins, srv)
 	}
 	var exits []*pool.Exit
-	for _, name := range []string{"a", "b", "c", "d"} {
+	if len(exitNames) == 0 {
+		exitNames = []string{"a", "b", "c", "d"}
+	}
+	for _, name := range exitNames {
 		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
 		if err != nil {
 			t.Fatal(err)
