@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli/clitest"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 )
@@ -17,7 +20,7 @@ import (
 func TestRun(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	var out bytes.Buffer
-	res, err := runScenes(&out, 8)
+	res, err := runScenes(context.Background(), &out, 8)
 	if err != nil {
 		t.Fatalf("runScenes = %v\n%s", err, out.String())
 	}
@@ -32,12 +35,32 @@ func TestRun(t *testing.T) {
 	}
 	var giveUp *retry.GiveUpError
 	var noExit *pool.NoHealthyExitError
-	if !errors.As(res.Scene3Err, &giveUp) || !errors.As(res.Scene3Err, &noExit) || res.Scene3Attempts != 3 {
-		t.Errorf("scene 3: %v after %d attempts, want a GiveUpError wrapping a NoHealthyExitError after 3", res.Scene3Err, res.Scene3Attempts)
+	if !errors.As(res.Scene3Err, &giveUp) || !errors.As(res.Scene3Err, &noExit) || res.Scene3Sent != 3 || res.Scene3Attempts != 4 {
+		t.Errorf("scene 3: %v after %d attempts, %d of them sent; want a GiveUpError wrapping a NoHealthyExitError after 4, 3 sent (one per exit)",
+			res.Scene3Err, res.Scene3Attempts, res.Scene3Sent)
 	}
+	checkAttemptCounts(t, text)
 	for _, who := range []string{"alice", "bob", "carol"} {
 		if strings.Contains(text, "right-"+who) || strings.Contains(text, "wrong-"+who) {
 			t.Errorf("output shows %s's password:\n%s", who, text)
 		}
 	}
+}
+
+// checkAttemptCounts checks that scene 3 says as many attempts as retryablehttp's error does
+// (regression: it said "3 attempts", then "giving up after 4 attempt(s)").
+func checkAttemptCounts(t *testing.T, text string) {
+	t.Helper()
+	said := regexp.MustCompile(`after \S+ and (\d+) attempts`).FindStringSubmatch(text)
+	gaveUp := regexp.MustCompile(`giving up after (\d+) attempt\(s\)`).FindStringSubmatch(text)
+	if said == nil || gaveUp == nil || said[1] != gaveUp[1] {
+		t.Errorf("scene 3 says %q attempts and the error %q, want the same count\n%s", said, gaveUp, text)
+	}
+}
+
+// TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
+// temporary binary's path.
+func TestHelp(t *testing.T) {
+	c, _ := command()
+	clitest.CheckHelp(t, c)
 }
