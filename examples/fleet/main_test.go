@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli/clitest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 )
 
@@ -64,4 +65,11 @@ func TestRunWithRedisFlag(t *testing.T) {
 	if !strings.Contains(text, "using the Redis at "+addr) || strings.Contains(text, "killed") || !strings.Contains(text, "done") {
 		t.Errorf("output:\n%s\nwant the given Redis used, no outage step, and done", text)
 	}
+}
+
+// TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
+// temporary binary's path.
+func TestHelp(t *testing.T) {
+	c, _ := command()
+	clitest.CheckHelp(t, c)
 }

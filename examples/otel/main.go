@@ -21,28 +21,31 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"time"
+
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
 )
 
-func main() {
-	var cfg config
-	flag.StringVar(&cfg.Listen, "listen", "127.0.0.1:9464", "where to serve /metrics and /status (a loopback address)")
-	flag.IntVar(&cfg.Workers, "workers", 4, "concurrent request loops")
-	flag.DurationVar(&cfg.Interval, "interval", 200*time.Millisecond, "pause between one worker's requests")
-	flag.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (0: run until interrupted)")
-	flag.Parse()
+const about = `Starts proxies and small sites on 127.0.0.1 (nothing leaves the machine) and sends requests
+through proxybreaker with OpenTelemetry until interrupted: Prometheus metrics and the operator's
+status page are served on -listen, and traces go over OTLP/HTTP only when
+OTEL_EXPORTER_OTLP_ENDPOINT is set. dashboard.json beside the example is a Grafana dashboard over
+the metrics.`
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "otel:", err)
-		os.Exit(1)
-	}
+func main() { cli.Main(command()) }
+
+// command is the example's command line and what it runs.
+func command() (*cli.Command, func(context.Context) error) {
+	var cfg config
+	c := cli.New("otel", about)
+	c.Flags.StringVar(&cfg.Listen, "listen", "127.0.0.1:9464", "where to serve /metrics and /status (a loopback address)")
+	c.Flags.IntVar(&cfg.Workers, "workers", 4, "concurrent request loops")
+	c.Flags.DurationVar(&cfg.Interval, "interval", 200*time.Millisecond, "pause between one worker's requests")
+	c.Flags.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (0: run until interrupted)")
+	return c, func(ctx context.Context) error { return run(ctx, cfg, os.Stdout) }
 }
 
 // run starts the example, prints where to look, sends traffic until ctx is done or cfg.Duration

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli/clitest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 	"github.com/proxybreaker/proxybreaker/statuspage"
 )
@@ -417,4 +418,11 @@ func TestOTLPExport(t *testing.T) {
 			t.Errorf("the exported traces hold password %q", s)
 		}
 	}
+}
+
+// TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
+// temporary binary's path.
+func TestHelp(t *testing.T) {
+	c, _ := command()
+	clitest.CheckHelp(t, c)
 }

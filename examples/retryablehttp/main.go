@@ -48,7 +48,7 @@ const about = `Starts proxies and a small site on 127.0.0.1 (nothing leaves the 
 scenes with a go-retryablehttp client over proxybreaker's transport and the retry package's
 hooks: retries moving to exits that have not failed the request, a retry waiting exactly for the
 soonest probe after a 429, and a pool whose every exit refuses its password stopped at once with a
-clear error. A run takes about four seconds.`
+clear error.`
 
 func main() { cli.Main(command()) }
 
