@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli/clitest"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
@@ -374,4 +375,11 @@ drain:
 	if pr := p.Snapshot().Pairs; len(pr) != 1 || pr[0].Breaker.FailuresInWindow != 1 {
 		t.Errorf("pairs after the cancellation = %+v, want still 1 failure", pr)
 	}
+}
+
+// TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
+// temporary binary's path.
+func TestHelp(t *testing.T) {
+	c, _ := command()
+	clitest.CheckHelp(t, c)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli/clitest"
 )
 
 // TestRun crawls the example's site, sync and async, and checks what the example claims: every
@@ -63,4 +65,11 @@ func testRun(t *testing.T, cfg config) {
 			t.Errorf("run(%+v) printed %s's password:\n%s", cfg, sp.name, text)
 		}
 	}
+}
+
+// TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
+// temporary binary's path.
+func TestHelp(t *testing.T) {
+	c, _ := command()
+	clitest.CheckHelp(t, c)
 }

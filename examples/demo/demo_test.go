@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli/clitest"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
@@ -107,4 +108,10 @@ func checkRun(t *testing.T, cfg config, s summary, text string) {
 	if lines < 50 || !strings.Contains(text, "PARKED") {
 		t.Errorf("output has %d lines and no PARKED state, want the live table:\n%s", lines, text)
 	}
+}
+
+// TestHelp: -h says what the demo shows and how it is run.
+func TestHelp(t *testing.T) {
+	c, _ := command()
+	clitest.CheckHelp(t, c)
 }

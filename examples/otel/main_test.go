@@ -65,12 +65,12 @@ func startApp(t *testing.T) *app {
 			}
 		}
 		for _, p := range s.Pairs {
-			if a.world.originName(p.Origin) == originBusy && p.Breaker.State == breaker.Open {
+			if a.world.SiteName(p.Origin) == originBusy && p.Breaker.State == breaker.Open {
 				busyOpen++
 			}
 		}
 		for _, o := range s.Origins {
-			flakyOpen = flakyOpen || (a.world.originName(o.Origin) == originFlaky && o.Breaker.State == breaker.Open)
+			flakyOpen = flakyOpen || (a.world.SiteName(o.Origin) == originFlaky && o.Breaker.State == breaker.Open)
 		}
 		return parked == 2 && busyOpen == 2 && flakyOpen
 	})

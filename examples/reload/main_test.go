@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli/clitest"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
@@ -74,4 +75,11 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	if _, err := run(&bytes.Buffer{}, config{Requests: 0, Interval: time.Second}); err == nil {
 		t.Error("run(requests 0) = nil error")
 	}
+}
+
+// TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
+// temporary binary's path.
+func TestHelp(t *testing.T) {
+	c, _ := command()
+	clitest.CheckHelp(t, c)
 }

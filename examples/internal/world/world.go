@@ -140,6 +140,16 @@ func (w *World) add(name string, srv *httptest.Server) *Site {
 	return s
 }
 
+// Site returns the world's site named name, nil for none.
+func (w *World) Site(name string) *Site {
+	for _, s := range w.Sites {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
 // SiteName names an origin key for people: "shop" rather than 127.0.0.1:40123. A key of no site
 // of the world is returned as it is.
 func (w *World) SiteName(key string) string {
