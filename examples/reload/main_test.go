@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 func TestRun(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	var out bytes.Buffer
-	res, err := run(&out, config{Requests: 120, Interval: 20 * time.Millisecond})
+	res, err := run(context.Background(), &out, config{Requests: 120, Interval: 20 * time.Millisecond})
 	text := out.String()
 	t.Logf("output:\n%s", text)
 	if err != nil {
@@ -72,7 +73,7 @@ func TestRun(t *testing.T) {
 
 // TestRunRejectsBadFlags: nonsense flags are an error, not a hang.
 func TestRunRejectsBadFlags(t *testing.T) {
-	if _, err := run(&bytes.Buffer{}, config{Requests: 0, Interval: time.Second}); err == nil {
+	if _, err := run(context.Background(), &bytes.Buffer{}, config{Requests: 0, Interval: time.Second}); err == nil {
 		t.Error("run(requests 0) = nil error")
 	}
 }
