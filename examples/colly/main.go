@@ -13,11 +13,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +24,7 @@ import (
 	"github.com/gocolly/colly/v2"
 
 	"github.com/proxybreaker/proxybreaker/collyext"
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -41,28 +40,22 @@ type config struct {
 // hanging exit is caught quickly.
 const headerTimeout = 500 * time.Millisecond
 
-func main() {
-	var cfg config
-	flag.IntVar(&cfg.Pages, "pages", 60, "how many linked pages the site has")
-	flag.BoolVar(&cfg.Sync, "sync", false, "crawl with a sync collector (default: async, 6 requests in flight)")
-	flag.BoolVar(&cfg.Quiet, "quiet", false, "print the summary only, not the breakers' state changes")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), `Usage: go run ./examples/colly [flags]
-
-Starts proxies and a web site on 127.0.0.1 (nothing leaves the machine) and crawls the site with
+const about = `Starts proxies and a web site on 127.0.0.1 (nothing leaves the machine) and crawls the site with
 a Colly collector through proxybreaker: broken exits are taken out, failed pages re-queued through
-healthy ones, and every response names the exit that carried it.
+healthy ones, and every response names the exit that carried it.`
 
-Flags:
-`)
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "colly:", err)
-		os.Exit(1)
+func main() { cli.Main(command()) }
+
+// command is the example's command line and what it runs.
+func command() (*cli.Command, func(context.Context) error) {
+	var cfg config
+	c := cli.New("colly", about)
+	c.Flags.IntVar(&cfg.Pages, "pages", 60, "how many linked pages the site has")
+	c.Flags.BoolVar(&cfg.Sync, "sync", false, "crawl with a sync collector (default: async, 6 requests in flight)")
+	c.Flags.BoolVar(&cfg.Quiet, "quiet", false, "print the summary only, not the breakers' state changes")
+	return c, func(ctx context.Context) error {
+		_, err := run(ctx, cfg, os.Stdout)
+		return err
 	}
 }
 
@@ -81,13 +74,13 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 	if cfg.Pages < 1 {
 		return summary{}, fmt.Errorf("-pages %d: want at least 1", cfg.Pages)
 	}
-	w, err := startWorld(cfg.Pages)
+	w, site, err := startWorld(cfg.Pages)
 	if err != nil {
 		return summary{}, err
 	}
-	defer w.close()
+	defer w.Close()
 
-	pl, err := pool.New(pool.WithExits(w.exits...))
+	pl, err := pool.New(pool.WithExits(w.Exits...))
 	if err != nil {
 		return summary{}, err
 	}
@@ -128,10 +121,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 		mu.Unlock()
 	}))
 
-	fmt.Fprintf(out, "site %s: %d linked pages\n", w.site.URL, cfg.Pages)
+	fmt.Fprintf(out, "site %s: %d linked pages\n", site.URL, cfg.Pages)
 	fmt.Fprintln(out, "exits:")
 	for _, sp := range exitSpecs {
-		fmt.Fprintf(out, "  %-11s %s\n", sp.name, sp.role)
+		fmt.Fprintf(out, "  %-11s %s\n", sp.Name, sp.Role)
 	}
 	mode := "async, 6 in flight"
 	if cfg.Sync {
@@ -139,7 +132,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 	}
 	fmt.Fprintf(out, "crawling (%s, header timeout %v)\n", mode, headerTimeout)
 	start := time.Now()
-	if err := c.Visit(w.site.URL + "/page/0"); err != nil && !cfg.Sync {
+	if err := c.Visit(site.URL + "/page/0"); err != nil && !cfg.Sync {
 		return s, err
 	}
 	// A sync collector's Visit returns the first fetch's error even when a re-queue loaded the
