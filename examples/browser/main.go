@@ -20,14 +20,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
+	"github.com/proxybreaker/proxybreaker/examples/internal/leakwatch"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
@@ -43,30 +43,24 @@ type config struct {
 // browserStartTimeout bounds how long Chromium may take to start and answer.
 const browserStartTimeout = 30 * time.Second
 
-func main() {
-	var cfg config
-	flag.IntVar(&cfg.Rounds, "rounds", 8, "how many rounds; each visits one page of every site")
-	flag.IntVar(&cfg.Attempts, "attempts", 3, "attempts per page, each through another exit, before giving up")
-	flag.Uint64Var(&cfg.Seed, "seed", 0, "seed for the pool's choices (0: a random one, printed)")
-	flag.StringVar(&cfg.Chromium, "chromium", "", "Chromium binary (default: /usr/bin/chromium, else chromium or google-chrome on $PATH)")
-	flag.DurationVar(&cfg.Timeout, "timeout", DefaultNavigationTimeout, "bound on each navigation; an exit that takes longer is blamed")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), `Usage: go run ./examples/browser [flags]
-
-Starts proxies and web sites on 127.0.0.1 (nothing leaves the machine) and visits the sites with
+const about = `Starts proxies and web sites on 127.0.0.1 (nothing leaves the machine) and visits the sites with
 headless Chromium, each navigation in a browser context whose proxy is the exit proxybreaker's
-pool picked; the verdict of each navigation goes back to the pool's breakers.
+pool picked; the verdict of each navigation goes back to the pool's breakers. It needs Chromium.`
 
-Flags:
-`)
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "browser:", err)
-		os.Exit(1)
+func main() { cli.Main(command()) }
+
+// command is the example's command line and what it runs.
+func command() (*cli.Command, func(context.Context) error) {
+	var cfg config
+	c := cli.New("browser", about)
+	c.Flags.IntVar(&cfg.Rounds, "rounds", 8, "how many rounds; each visits one page of every site")
+	c.Flags.IntVar(&cfg.Attempts, "attempts", 3, "attempts per page, each through another exit, before giving up")
+	c.Flags.Uint64Var(&cfg.Seed, "seed", 0, "seed for the pool's choices (0: a random one, printed)")
+	c.Flags.StringVar(&cfg.Chromium, "chromium", "", "Chromium binary (default: /usr/bin/chromium, else chromium or google-chrome on $PATH)")
+	c.Flags.DurationVar(&cfg.Timeout, "timeout", DefaultNavigationTimeout, "bound on each navigation; an exit that takes longer is blamed")
+	return c, func(ctx context.Context) error {
+		_, err := run(ctx, cfg, os.Stdout)
+		return err
 	}
 }
 
@@ -110,12 +104,12 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 		return summary{}, err
 	}
 	start := time.Now()
-	out := newWatchedOutput(stdout, secrets())
+	out := leakwatch.New(stdout, secrets())
 	w, err := startWorld()
 	if err != nil {
 		return summary{}, err
 	}
-	defer w.close()
+	defer w.Close()
 	b, err := startBrowser(ctx, execPath, browserStartTimeout)
 	if err != nil {
 		return summary{}, err
@@ -123,7 +117,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 	defer b.stop()
 
 	p, err := pool.New(
-		pool.WithExits(w.exits...),
+		pool.WithExits(w.Exits...),
 		pool.WithSeed(cfg.Seed), // the same picks on every run with this seed
 		pool.WithInlineSweep(),
 	)
@@ -138,7 +132,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 
 	s := summary{Seed: cfg.Seed, Browser: b.version, Names: map[string]string{}}
 	for _, o := range w.origins {
-		s.Names[o.key] = o.name
+		s.Names[o.Key] = o.Name
 	}
 	printIntro(out, s, execPath, w, cfg)
 	for r := 1; r <= cfg.Rounds && ctx.Err() == nil; r++ {
@@ -146,7 +140,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 			if ctx.Err() != nil {
 				break
 			}
-			v, err := visitPage(ctx, nav, o, pagePath(o.name, r), cfg.Attempts, len(s.Visits)+1, out)
+			v, err := visitPage(ctx, nav, o, pagePath(o.Name, r), cfg.Attempts, len(s.Visits)+1, out)
 			if err != nil {
 				return s, err
 			}
@@ -160,7 +154,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 	s.Took = time.Since(start)
 	fmt.Fprintf(out, "\n%d pages in %v; %d request(s) reached a site without an exit.\n",
 		len(s.Visits), s.Took.Round(100*time.Millisecond), s.Direct)
-	s.Lines, s.Leaks = out.counts()
+	s.Lines, s.Leaks = out.Counts()
 	if ctx.Err() != nil {
 		return s, ctx.Err()
 	}
@@ -183,10 +177,10 @@ func pagePath(site string, r int) string {
 // at the first attempt that is not a failure, or when the pool refuses (a scraper would wait for the
 // refusal's RetryIn). Its error is the browser's failure, which ends the example.
 func visitPage(ctx context.Context, nav *Navigator, o *origin, path string, attempts, n int, out io.Writer) (visit, error) {
-	v := visit{N: n, Site: o.name, Path: path}
+	v := visit{N: n, Site: o.Name, Path: path}
 	retries := pool.NewRetries()
 	for i := 0; i < attempts; i++ {
-		res, err := nav.Navigate(ctx, o.srv.URL+path, retries)
+		res, err := nav.Navigate(ctx, o.URL+path, retries)
 		if err != nil {
 			if refused(err) {
 				v.Err = err

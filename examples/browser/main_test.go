@@ -214,13 +214,13 @@ func TestNavigateConcurrently(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
+	defer w.Close()
 	b, err := startBrowser(context.Background(), execPath, browserStartTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.stop()
-	p, err := pool.New(pool.WithExits(w.exits[:3]...)) // dc-1, and dc-2 and dc-3 with credentials
+	p, err := pool.New(pool.WithExits(w.Exits[:3]...)) // dc-1, and dc-2 and dc-3 with credentials
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestNavigateConcurrently(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				res, err := n.Navigate(context.Background(), fmt.Sprintf("%s/story/%d", w.origins[0].srv.URL, 10+g*each+i), nil)
+				res, err := n.Navigate(context.Background(), fmt.Sprintf("%s/story/%d", w.origins[0].URL, 10+g*each+i), nil)
 				if err != nil {
 					errs <- err
 					continue
@@ -319,7 +319,7 @@ func TestNavigateHangingExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
+	defer w.Close()
 	b, err := startBrowser(context.Background(), execPath, browserStartTimeout)
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestNavigateHangingExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	page := w.origins[0].srv.URL + "/story/1"
+	page := w.origins[0].URL + "/story/1"
 
 	n, err := NewNavigator(p, b.ctx, NavigatorConfig{Timeout: time.Second})
 	if err != nil {
