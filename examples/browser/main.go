@@ -20,6 +20,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -40,6 +41,15 @@ type config struct {
 	Timeout  time.Duration // per navigation
 }
 
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.IntVar(&cfg.Rounds, "rounds", 8, "how many rounds; each visits one page of every site")
+	fs.IntVar(&cfg.Attempts, "attempts", 3, "attempts per page, each through another exit, before giving up")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for the pool's choices (0: a random one, printed)")
+	fs.StringVar(&cfg.Chromium, "chromium", "", "Chromium binary (default: /usr/bin/chromium, else chromium or google-chrome on $PATH)")
+	fs.DurationVar(&cfg.Timeout, "timeout", DefaultNavigationTimeout, "bound on each navigation; an exit that takes longer is blamed")
+}
+
 // browserStartTimeout bounds how long Chromium may take to start and answer.
 const browserStartTimeout = 30 * time.Second
 
@@ -47,22 +57,13 @@ const about = `Starts proxies and web sites on 127.0.0.1 (nothing leaves the mac
 headless Chromium, each navigation in a browser context whose proxy is the exit proxybreaker's
 pool picked; the verdict of each navigation goes back to the pool's breakers. It needs Chromium.`
 
-func main() { cli.Main(command()) }
-
-// command is the example's command line and what it runs.
-func command() (*cli.Command, func(context.Context) error) {
+func main() {
 	var cfg config
-	c := cli.New("browser", about)
-	c.Flags.IntVar(&cfg.Rounds, "rounds", 8, "how many rounds; each visits one page of every site")
-	c.Flags.IntVar(&cfg.Attempts, "attempts", 3, "attempts per page, each through another exit, before giving up")
-	c.Flags.Uint64Var(&cfg.Seed, "seed", 0, "seed for the pool's choices (0: a random one, printed)")
-	c.Flags.StringVar(&cfg.Chromium, "chromium", "", "Chromium binary (default: /usr/bin/chromium, else chromium or google-chrome on $PATH)")
-	c.Flags.DurationVar(&cfg.Timeout, "timeout", DefaultNavigationTimeout, "bound on each navigation; an exit that takes longer is blamed")
-	return c, func(ctx context.Context) error {
-		_, err := run(ctx, cfg, os.Stdout)
-		return err
-	}
+	cli.Main(command(&cfg), func(ctx context.Context) error { return cli.ErrorOf(run(ctx, cfg, os.Stdout)) })
 }
+
+// command is the example's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("browser", about, cfg.flags) }
 
 // visit is one page the example visited: the attempts it took, and why it gave up if it did.
 type visit struct {

@@ -380,6 +380,5 @@ drain:
 // TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
 // temporary binary's path.
 func TestHelp(t *testing.T) {
-	c, _ := command()
-	clitest.CheckHelp(t, c)
+	clitest.CheckHelp(t, command(new(config)))
 }

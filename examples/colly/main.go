@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +37,13 @@ type config struct {
 	Quiet bool // the summary only
 }
 
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.IntVar(&cfg.Pages, "pages", 60, "how many linked pages the site has")
+	fs.BoolVar(&cfg.Sync, "sync", false, "crawl with a sync collector (default: async, 6 requests in flight)")
+	fs.BoolVar(&cfg.Quiet, "quiet", false, "print the summary only, not the breakers' state changes")
+}
+
 // headerTimeout is how long an exit may take to answer before it is blamed: short, so that the
 // hanging exit is caught quickly.
 const headerTimeout = 500 * time.Millisecond
@@ -44,20 +52,13 @@ const about = `Starts proxies and a web site on 127.0.0.1 (nothing leaves the ma
 a Colly collector through proxybreaker: broken exits are taken out, failed pages re-queued through
 healthy ones, and every response names the exit that carried it.`
 
-func main() { cli.Main(command()) }
-
-// command is the example's command line and what it runs.
-func command() (*cli.Command, func(context.Context) error) {
+func main() {
 	var cfg config
-	c := cli.New("colly", about)
-	c.Flags.IntVar(&cfg.Pages, "pages", 60, "how many linked pages the site has")
-	c.Flags.BoolVar(&cfg.Sync, "sync", false, "crawl with a sync collector (default: async, 6 requests in flight)")
-	c.Flags.BoolVar(&cfg.Quiet, "quiet", false, "print the summary only, not the breakers' state changes")
-	return c, func(ctx context.Context) error {
-		_, err := run(ctx, cfg, os.Stdout)
-		return err
-	}
+	cli.Main(command(&cfg), func(ctx context.Context) error { return cli.ErrorOf(run(ctx, cfg, os.Stdout)) })
 }
+
+// command is the example's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("colly", about, cfg.flags) }
 
 // summary is what a crawl came to.
 type summary struct {

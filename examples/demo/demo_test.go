@@ -112,6 +112,5 @@ func checkRun(t *testing.T, cfg config, s summary, text string) {
 
 // TestHelp: -h says what the demo shows and how it is run.
 func TestHelp(t *testing.T) {
-	c, _ := command()
-	clitest.CheckHelp(t, c)
+	clitest.CheckHelp(t, command(new(config)))
 }

@@ -14,6 +14,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -38,6 +39,15 @@ type config struct {
 	Color    bool   // colour the states (when stdout is a terminal)
 }
 
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.IntVar(&cfg.Requests, "requests", 400, "how many requests to send; they are paced evenly over most of -duration")
+	fs.IntVar(&cfg.Workers, "workers", 8, "how many concurrent workers send them, each with its own http.Client")
+	fs.DurationVar(&cfg.Duration, "duration", 35*time.Second, "stop sending after this long, even if requests remain")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for the request mix, exit selection and jitter (0: a random one, printed)")
+	fs.BoolVar(&cfg.Quiet, "quiet", false, "print the summary only, not the live table and state changes")
+}
+
 // Scaled-down timings, so that breakers open, probe and recover within the demo. The library's
 // defaults are breaker.DefaultBaseCooldown (20 s) doubling up to breaker.DefaultMaxCooldown (15 min).
 const (
@@ -53,23 +63,16 @@ const about = `Starts proxies and web sites on 127.0.0.1 (nothing leaves the mac
 proxybreaker's transport, and prints how its circuit breakers take broken exits out and bring
 recovered ones back. A default run takes about 30 s.`
 
-func main() { cli.Main(command()) }
-
-// command is the demo's command line and what it runs.
-func command() (*cli.Command, func(context.Context) error) {
+func main() {
 	var cfg config
-	c := cli.New("demo", about)
-	c.Flags.IntVar(&cfg.Requests, "requests", 400, "how many requests to send; they are paced evenly over most of -duration")
-	c.Flags.IntVar(&cfg.Workers, "workers", 8, "how many concurrent workers send them, each with its own http.Client")
-	c.Flags.DurationVar(&cfg.Duration, "duration", 35*time.Second, "stop sending after this long, even if requests remain")
-	c.Flags.Uint64Var(&cfg.Seed, "seed", 0, "seed for the request mix, exit selection and jitter (0: a random one, printed)")
-	c.Flags.BoolVar(&cfg.Quiet, "quiet", false, "print the summary only, not the live table and state changes")
-	return c, func(ctx context.Context) error {
+	cli.Main(command(&cfg), func(ctx context.Context) error {
 		cfg.Color = isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
-		_, err := run(ctx, cfg, os.Stdout)
-		return err
-	}
+		return cli.ErrorOf(run(ctx, cfg, os.Stdout))
+	})
 }
+
+// command is the demo's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("demo", about, cfg.flags) }
 
 // run is the demo: it builds the world, runs the load, prints as it goes and returns the summary.
 // It leaves no goroutine behind.

@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"io"
 	"os"
 
@@ -28,19 +29,22 @@ fleet: a trip or a park on one reaches the other within milliseconds, the fleet 
 when a window ends, an exit's rate limit is the fleet's budget, and a Redis outage stops none of
 it from serving.`
 
-func main() { cli.Main(command()) }
-
-// command is the example's command line and what it runs.
-func command() (*cli.Command, func(context.Context) error) {
+func main() {
 	var cfg config
-	c := cli.New("fleet", about)
-	c.Flags.StringVar(&cfg.Redis, "redis", "", "use the Redis at HOST:PORT instead of starting a redis-server on 127.0.0.1 (the outage step is then skipped)")
-	return c, func(ctx context.Context) error { return run(ctx, cfg, os.Stdout) }
+	cli.Main(command(&cfg), func(ctx context.Context) error { return run(ctx, cfg, os.Stdout) })
 }
+
+// command is the example's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("fleet", about, cfg.flags) }
 
 // config is what the flags set.
 type config struct {
 	Redis string // "": start a redis-server
+}
+
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&cfg.Redis, "redis", "", "use the Redis at HOST:PORT instead of starting a redis-server on 127.0.0.1 (the outage step is then skipped)")
 }
 
 // run runs the whole example, printing to out.

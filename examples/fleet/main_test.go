@@ -70,6 +70,5 @@ func TestRunWithRedisFlag(t *testing.T) {
 // TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
 // temporary binary's path.
 func TestHelp(t *testing.T) {
-	c, _ := command()
-	clitest.CheckHelp(t, c)
+	clitest.CheckHelp(t, command(new(config)))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -30,6 +31,14 @@ type config struct {
 	Workers  int           // concurrent request loops
 	Interval time.Duration // pause between one worker's requests
 	Duration time.Duration // stop after this long; 0 runs until interrupted
+}
+
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:9464", "where to serve /metrics and /status (a loopback address)")
+	fs.IntVar(&cfg.Workers, "workers", 4, "concurrent request loops")
+	fs.DurationVar(&cfg.Interval, "interval", 200*time.Millisecond, "pause between one worker's requests")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (0: run until interrupted)")
 }
 
 // app is the running example: the world, the telemetry, the transport and the HTTP server.

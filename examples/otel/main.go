@@ -35,18 +35,13 @@ status page are served on -listen, and traces go over OTLP/HTTP only when
 OTEL_EXPORTER_OTLP_ENDPOINT is set. dashboard.json beside the example is a Grafana dashboard over
 the metrics.`
 
-func main() { cli.Main(command()) }
-
-// command is the example's command line and what it runs.
-func command() (*cli.Command, func(context.Context) error) {
+func main() {
 	var cfg config
-	c := cli.New("otel", about)
-	c.Flags.StringVar(&cfg.Listen, "listen", "127.0.0.1:9464", "where to serve /metrics and /status (a loopback address)")
-	c.Flags.IntVar(&cfg.Workers, "workers", 4, "concurrent request loops")
-	c.Flags.DurationVar(&cfg.Interval, "interval", 200*time.Millisecond, "pause between one worker's requests")
-	c.Flags.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (0: run until interrupted)")
-	return c, func(ctx context.Context) error { return run(ctx, cfg, os.Stdout) }
+	cli.Main(command(&cfg), func(ctx context.Context) error { return run(ctx, cfg, os.Stdout) })
 }
+
+// command is the example's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("otel", about, cfg.flags) }
 
 // run starts the example, prints where to look, sends traffic until ctx is done or cfg.Duration
 // has passed, printing a status line every 5 s, and shuts everything down.

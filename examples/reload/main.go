@@ -14,6 +14,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,24 +38,24 @@ crawler's proxy-list file while its requests flow: a pool.Reloader syncs the poo
 list, exits whose lines did not change keep their breakers (a pair the shop rate-limited stays
 OPEN with the same window), and a proxy whose password was fixed starts afresh and serves at once.`
 
-func main() { cli.Main(command()) }
-
-// command is the example's command line and what it runs.
-func command() (*cli.Command, func(context.Context) error) {
+func main() {
 	var cfg config
-	c := cli.New("reload", about)
-	c.Flags.IntVar(&cfg.Requests, "requests", 60, "how many requests each phase sends")
-	c.Flags.DurationVar(&cfg.Interval, "interval", 50*time.Millisecond, "how often the reloader looks at the list")
-	return c, func(ctx context.Context) error {
-		_, err := run(ctx, os.Stdout, cfg)
-		return err
-	}
+	cli.Main(command(&cfg), func(ctx context.Context) error { return cli.ErrorOf(run(ctx, os.Stdout, cfg)) })
 }
+
+// command is the example's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("reload", about, cfg.flags) }
 
 // config is what the flags set.
 type config struct {
 	Requests int
 	Interval time.Duration
+}
+
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.IntVar(&cfg.Requests, "requests", 60, "how many requests each phase sends")
+	fs.DurationVar(&cfg.Interval, "interval", 50*time.Millisecond, "how often the reloader looks at the list")
 }
 
 // result is what a run came to, for the test.

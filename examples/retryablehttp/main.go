@@ -25,6 +25,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,16 +51,16 @@ hooks: retries moving to exits that have not failed the request, a retry waiting
 soonest probe after a 429, and a pool whose every exit refuses its password stopped at once with a
 clear error.`
 
-func main() { cli.Main(command()) }
+func main() {
+	var requests int
+	cli.Main(command(&requests), func(ctx context.Context) error { return cli.ErrorOf(runScenes(ctx, os.Stdout, requests)) })
+}
 
-// command is the example's command line and what it runs.
-func command() (*cli.Command, func(context.Context) error) {
-	c := cli.New("retryablehttp", about)
-	requests := c.Flags.Int("requests", 8, "how many requests scene 1 sends")
-	return c, func(ctx context.Context) error {
-		_, err := runScenes(ctx, os.Stdout, *requests)
-		return err
-	}
+// command is the example's command line, its flag bound to requests.
+func command(requests *int) *cli.Command {
+	return cli.New("retryablehttp", about, func(fs *flag.FlagSet) {
+		fs.IntVar(requests, "requests", 8, "how many requests scene 1 sends")
+	})
 }
 
 // result is what a run came to, for the test.

@@ -61,6 +61,5 @@ func checkAttemptCounts(t *testing.T, text string) {
 // TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
 // temporary binary's path.
 func TestHelp(t *testing.T) {
-	c, _ := command()
-	clitest.CheckHelp(t, c)
+	clitest.CheckHelp(t, command(new(int)))
 }

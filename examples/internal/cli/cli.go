@@ -16,7 +16,7 @@ import (
 	"strings"
 )
 
-// Command is one example's command line. Add the example's flags to Flags before Main or Parse.
+// Command is one example's command line.
 type Command struct {
 	// Name is the example's directory under examples/: -h shows it as `go run ./examples/NAME`.
 	Name string
@@ -26,10 +26,14 @@ type Command struct {
 	Flags *flag.FlagSet
 }
 
-// New returns the command of the example in examples/name, which shows what about says.
-func New(name, about string) *Command {
+// New returns the command of the example in examples/name, which shows what about says; bind,
+// when not nil, defines the example's flags on the command's flag set.
+func New(name, about string, bind func(*flag.FlagSet)) *Command {
 	c := &Command{Name: name, About: strings.TrimSpace(about), Flags: flag.NewFlagSet(name, flag.ContinueOnError)}
 	c.Flags.Usage = c.usage
+	if bind != nil {
+		bind(c.Flags)
+	}
 	return c
 }
 
@@ -64,6 +68,10 @@ func (c *Command) Help() string {
 func Main(c *Command, run func(ctx context.Context) error) {
 	os.Exit(c.main(os.Args[1:], os.Stderr, run))
 }
+
+// ErrorOf returns the error of a run that also returns what it came to (for the example's test):
+// cli.Main(c, func(ctx context.Context) error { return cli.ErrorOf(run(ctx, cfg, os.Stdout)) }).
+func ErrorOf[R any](_ R, err error) error { return err }
 
 // main is Main without the exit, writing errors to stderr.
 func (c *Command) main(args []string, stderr io.Writer, run func(ctx context.Context) error) int {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"strings"
 	"testing"
 )
@@ -26,8 +27,8 @@ func TestMainExitStatus(t *testing.T) {
 		{args: []string{"-n", "3"}, runErr: errors.New("no luck"), code: 1, ran: true, stderr: "double: no luck\n", nothing: true},
 		{args: []string{"-n", "3"}, code: 0, ran: true, nothing: true},
 	} {
-		c := New("double", about)
-		n := c.Flags.Int("n", 1, "how many")
+		var n *int
+		c := New("double", about, func(fs *flag.FlagSet) { n = fs.Int("n", 1, "how many") })
 		ran := false
 		var stderr strings.Builder
 		code := c.main(tc.args, &stderr, func(ctx context.Context) error {
@@ -44,8 +45,7 @@ func TestMainExitStatus(t *testing.T) {
 // TestHelpNamesTheExample: Help is what -h prints: the example as it is run, its description and
 // its flags, never the flag package's bare "Usage of" with a temporary binary's path.
 func TestHelpNamesTheExample(t *testing.T) {
-	c := New("double", about)
-	c.Flags.Duration("wait", 0, "how long to wait")
+	c := New("double", about, func(fs *flag.FlagSet) { fs.Duration("wait", 0, "how long to wait") })
 	h := c.Help()
 	for _, want := range []string{"Usage: go run ./examples/double [flags]\n", about, "Flags:\n", "  -wait duration\n"} {
 		if !strings.Contains(h, want) {
@@ -55,7 +55,7 @@ func TestHelpNamesTheExample(t *testing.T) {
 	if strings.Contains(h, "Usage of") {
 		t.Errorf("Help() = %q, want no bare \"Usage of\"", h)
 	}
-	if h := New("bare", about).Help(); strings.Contains(h, "Flags:") {
+	if h := New("bare", about, nil).Help(); strings.Contains(h, "Flags:") {
 		t.Errorf("Help() of a command without flags = %q, want no Flags: heading", h)
 	}
 }
