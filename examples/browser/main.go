@@ -23,7 +23,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"time"
 
@@ -97,9 +96,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 		return summary{}, fmt.Errorf("want -rounds ≥ 1, -attempts ≥ 1 and -timeout > 0; got %d, %d, %v",
 			cfg.Rounds, cfg.Attempts, cfg.Timeout)
 	}
-	if cfg.Seed == 0 {
-		cfg.Seed = rand.Uint64()>>12 + 1 // short enough to type back in
-	}
+	cfg.Seed = cli.Seed(cfg.Seed)
 	execPath, err := findChromium(cfg.Chromium)
 	if err != nil {
 		return summary{}, err

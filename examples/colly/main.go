@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/collyext"
 	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
+	"github.com/proxybreaker/proxybreaker/examples/internal/tally"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -163,30 +163,14 @@ func printSummary(out io.Writer, s summary, took time.Duration) {
 	}
 	fmt.Fprintf(out, "\ndone in %v: %d of %d pages loaded once each, %d lost; %d attempts for them\n",
 		took.Round(time.Millisecond), loadedOnce, s.Pages, len(s.Lost), s.Attempts)
-	fmt.Fprintf(out, "pages by exit:      %s\n", tally(s.ByExit))
-	fmt.Fprintf(out, "failures by exit:   %s\n", tally(s.Failures))
+	fmt.Fprintf(out, "pages by exit:      %s\n", tally.Line(s.ByExit, "%s %d"))
+	fmt.Fprintf(out, "failures by exit:   %s\n", tally.Line(s.Failures, "%s %d"))
 	if len(s.Parked) > 0 {
 		fmt.Fprintf(out, "parked exits:       %s\n", strings.Join(s.Parked, ", "))
 	}
 	for _, l := range s.Lost {
 		fmt.Fprintf(out, "lost: %s\n", l)
 	}
-}
-
-func tally(m map[string]int) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 // printer observes the transport's attempts, which it counts, and the pool's breakers, whose state

@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
@@ -81,9 +80,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 		return summary{}, fmt.Errorf("want -requests ≥ 1, -workers ≥ 1 and -duration > 0; got %d, %d, %v",
 			cfg.Requests, cfg.Workers, cfg.Duration)
 	}
-	if cfg.Seed == 0 {
-		cfg.Seed = rand.Uint64()>>12 + 1 // short enough to type back in
-	}
+	cfg.Seed = cli.Seed(cfg.Seed)
 	out := leakwatch.New(stdout, secrets())
 	start := time.Now()
 	w, err := startWorld()

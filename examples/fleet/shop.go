@@ -20,6 +20,21 @@ const (
 	retryAfter = 2 // seconds, in the shop's 429s
 )
 
+// exitSpecs are the exits of exitNames: open proxies, but for bad-auth's.
+func exitSpecs() []world.ExitSpec {
+	specs := make([]world.ExitSpec, len(exitNames))
+	for i, name := range exitNames {
+		specs[i] = world.ExitSpec{Name: name}
+		if name == badExit {
+			specs[i].User, specs[i].Pass, specs[i].WrongPass = "fleet", "right-password", "wrong-password"
+		}
+	}
+	return specs
+}
+
+// secrets are the exits' passwords, none of which may be printed.
+func secrets() []string { return world.Secrets(exitSpecs()) }
+
 // shop is the example's world of proxies and a small shop, and what the shop saw.
 type shop struct {
 	*world.World
@@ -39,14 +54,7 @@ func startShop() (w *shop, err error) {
 	w.banned.Store(true)
 	w.site = w.AddSite("shop", w)
 	w.shopURL = w.site.URL + "/items"
-	specs := make([]world.ExitSpec, len(exitNames))
-	for i, name := range exitNames {
-		specs[i] = world.ExitSpec{Name: name}
-		if name == badExit {
-			specs[i].User, specs[i].Pass, specs[i].WrongPass = "fleet", "right-password", "wrong-password"
-		}
-	}
-	if _, err := w.StartExits(specs...); err != nil {
+	if _, err := w.StartExits(exitSpecs()...); err != nil {
 		w.Close()
 		return nil, err
 	}

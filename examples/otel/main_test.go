@@ -15,10 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/examples/internal/cli/clitest"
+	"github.com/proxybreaker/proxybreaker/examples/internal/exampletest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 	"github.com/proxybreaker/proxybreaker/statuspage"
 )
@@ -351,7 +349,7 @@ func TestStatusPage(t *testing.T) {
 // TestRun runs the program's main loop briefly: it prints where to look, says traces are not
 // exported, prints status lines without passwords, and leaves no goroutine behind.
 func TestRun(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	exampletest.CheckLeaks(t)
 	noOTLP(t)
 	var out bytes.Buffer
 	if err := run(context.Background(), config{Listen: "127.0.0.1:0", Workers: 2, Interval: 20 * time.Millisecond, Duration: 6 * time.Second}, &out); err != nil {
@@ -423,5 +421,5 @@ func TestOTLPExport(t *testing.T) {
 // TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
 // temporary binary's path.
 func TestHelp(t *testing.T) {
-	clitest.CheckHelp(t, command(new(config)))
+	exampletest.CheckHelp(t, command(new(config)))
 }

@@ -21,13 +21,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
+	"github.com/proxybreaker/proxybreaker/examples/internal/tally"
 	"github.com/proxybreaker/proxybreaker/examples/internal/world"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
@@ -69,7 +69,6 @@ type result struct {
 	DuringEdit   int              // requests answered while the list was being edited
 	After        map[string]int   // requests per proxy after the reload
 	FailedAfter  int              // requests after the reload that got an error or no 200
-	Passwords    []string         // every password in the lists, to check the output shows none
 	OriginKey    string
 	ReloadErrors []error
 }
@@ -113,7 +112,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (result, error) {
 	}))
 	exits, err := w.StartExits(
 		world.ExitSpec{Name: "dc-1"}, world.ExitSpec{Name: "dc-2"}, world.ExitSpec{Name: "res-2"},
-		world.ExitSpec{Name: "auth", User: "crawler", Pass: "right-pass", WrongPass: "wrong-pass"},
+		world.ExitSpec{Name: "auth", User: "crawler", Pass: rightPass, WrongPass: wrongPass},
 		world.ExitSpec{Name: "old-1"}, world.ExitSpec{Name: "dc-3"},
 	)
 	if err != nil {
@@ -124,8 +123,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (result, error) {
 	for _, e := range exits {
 		urls = append(urls, e.ProxyURL())
 	}
-	urls = append(urls, w.Proxy("auth").URLWithCredentials("crawler", "right-pass"))
-	res.Passwords = []string{"wrong-pass", "right-pass"}
+	urls = append(urls, w.Proxy("auth").URLWithCredentials("crawler", rightPass))
 
 	dir, err := os.MkdirTemp("", "proxybreaker-reload")
 	if err != nil {
@@ -200,7 +198,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (result, error) {
 		fmt.Fprintf(out, "   GET through %s: %d\n", label, status)
 	}
 	n1 := load(ctx, client, shop.URL, cfg.Requests, 4, nil)
-	fmt.Fprintf(out, "   %d more requests: %s\n", total(n1), describe(n1))
+	fmt.Fprintf(out, "   %d more requests: %s\n", total(n1), tally.Line(n1, "%s ×%d"))
 	snap := p.Snapshot()
 	pair, ok := pairOf(snap, "res-2")
 	if !ok {
@@ -236,7 +234,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (result, error) {
 	res.Reload = ev.Result
 	res.DuringEdit = total(n2)
 	fmt.Fprintf(out, "   reloaded: %s\n", ev.Result)
-	fmt.Fprintf(out, "   %d requests answered meanwhile: %s\n", total(n2), describe(n2))
+	fmt.Fprintf(out, "   %d requests answered meanwhile: %s\n", total(n2), tally.Line(n2, "%s ×%d"))
 	fmt.Fprintf(out, "   exits: %s\n", strings.Join(labelsOf(p), ", "))
 
 	snap = p.Snapshot()
@@ -259,13 +257,19 @@ func run(ctx context.Context, out io.Writer, cfg config) (result, error) {
 			res.FailedAfter += n
 		}
 	}
-	fmt.Fprintf(out, "   %d requests: %s\n", total(res.After), describe(res.After))
+	fmt.Fprintf(out, "   %d requests: %s\n", total(res.After), tally.Line(res.After, "%s ×%d"))
 	mu.Lock()
 	res.ReloadErrors = slices.Clone(reloadErrs)
 	mu.Unlock()
 	fmt.Fprintln(out, "done")
 	return res, nil
 }
+
+// auth's password before the edit (wrong: its proxy answers 407) and after (fixed).
+const (
+	wrongPass = "wrong-pass"
+	rightPass = "right-pass"
+)
 
 // maxDuringEdit bounds the requests sent while the reloader has not yet noticed the edit.
 const maxDuringEdit = 20_000
@@ -342,20 +346,6 @@ func total(counts map[string]int) int {
 		n += c
 	}
 	return n
-}
-
-// describe lists counts as "200 via dc-1 ×12, …", sorted.
-func describe(counts map[string]int) string {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s ×%d", k, counts[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 func labelsOf(p *pool.Pool) []string {

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"strings"
@@ -67,6 +68,15 @@ func (c *Command) Help() string {
 // It exits 0 after -h, 2 after a bad flag, and 1 after printing "NAME: error" when run fails.
 func Main(c *Command, run func(ctx context.Context) error) {
 	os.Exit(c.main(os.Args[1:], os.Stderr, run))
+}
+
+// Seed returns seed, or for 0 (a -seed flag's "pick one") a random seed, short enough to type
+// back in; an example prints the seed it ran with, so that a run can be repeated.
+func Seed(seed uint64) uint64 {
+	if seed != 0 {
+		return seed
+	}
+	return rand.Uint64()>>12 + 1
 }
 
 // ErrorOf returns the error of a run that also returns what it came to (for the example's test):

@@ -59,3 +59,15 @@ func TestHelpNamesTheExample(t *testing.T) {
 		t.Errorf("Help() of a command without flags = %q, want no Flags: heading", h)
 	}
 }
+
+// TestSeed: a seed asked for is kept; 0 picks one that is not 0 and has at most 16 digits.
+func TestSeed(t *testing.T) {
+	if got := Seed(7); got != 7 {
+		t.Errorf("Seed(7) = %d, want 7", got)
+	}
+	for i := range 100 {
+		if got := Seed(0); got == 0 || got >= 1e16 {
+			t.Fatalf("step %d: Seed(0) = %d, want 1 … 10^16-1", i, got)
+		}
+	}
+}

@@ -1,7 +1,4 @@
-// Package clitest checks a runnable example's command line from the example's own test:
-//
-//	examples/NAME's TestHelp → clitest.CheckHelp(t, the example's *cli.Command) → -h's text
-package clitest
+package exampletest
 
 import (
 	"bytes"

@@ -1,0 +1,25 @@
+// Package tally prints the counts a runnable example keeps (requests by exit, failures by class)
+// as one line, in the order of their keys so that two runs read alike.
+//
+//	map[string]int{"dc-2": 5, "dc-1": 12} → tally.Line(m, "%s ×%d") → "dc-1 ×12, dc-2 ×5"
+package tally
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Line prints m's counts with format (a %s for the key, then a %d for the count), sorted by key
+// and joined by ", "; "none" when m is empty.
+func Line(m map[string]int, format string) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf(format, k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
