@@ -14,7 +14,7 @@
 // nothing listens). Navigations that fail are retried through another exit, as a scraper would.
 //
 // It needs Chromium: Debian's chromium package (/usr/bin/chromium), or -chromium PATH.
-// Run it with `go run ./examples/browser`; -h lists the flags. A run takes about ten seconds.
+// Run it with `go run ./examples/browser`; -h lists the flags. A run takes about 30 seconds.
 package main
 
 import (

@@ -8,7 +8,7 @@
 //	colly.Collector → collyext (id, *pool.Retries, exit, re-queue) → transport.Transport
 //	    → pool.Pool picks an exit → proxytest proxy → site
 //
-// Run it with `go run ./examples/colly`; -h lists the flags. A run takes a second or two.
+// Run it with `go run ./examples/colly`; -h lists the flags. A run takes about three seconds.
 package main
 
 import (

@@ -8,7 +8,8 @@
 //	                              ↑ pool: breakers per (exit, origin), per exit            │ Registry: which proxy?
 //	                              └── Observer (lines, tallies), Pool.Snapshot (table)
 //
-// Run it with `make demo` or `go run ./examples/demo`; -h lists the flags.
+// Run it with `make demo` or `go run ./examples/demo`; -h lists the flags. A default run takes
+// about 30 seconds.
 package main
 
 import (
@@ -60,7 +61,7 @@ const (
 
 const about = `Starts proxies and web sites on 127.0.0.1 (nothing leaves the machine), sends requests through
 proxybreaker's transport, and prints how its circuit breakers take broken exits out and bring
-recovered ones back. A default run takes about 30 s.`
+recovered ones back. A default run takes about 30 seconds.`
 
 func main() {
 	var cfg config

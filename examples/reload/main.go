@@ -8,7 +8,7 @@
 //
 // Everything runs on 127.0.0.1: six in-process forward proxies and a small shop that answers 429
 // (Retry-After: 60) to requests through res-2. Run it with `go run ./examples/reload`; -h lists
-// the flags. It takes well under a second.
+// the flags. It takes about two seconds.
 package main
 
 import (

@@ -19,7 +19,7 @@
 // what the request's attempts share — the exits that failed it (the pool steers around them),
 // its failed attempts and the instant the next may go (the retry policy notes them).
 //
-// Run it with `go run ./examples/retryablehttp`; -h lists the flags. A run takes about four seconds.
+// Run it with `go run ./examples/retryablehttp`; -h lists the flags. A run takes about five seconds.
 package main
 
 import (
