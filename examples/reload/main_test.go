@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"strings"
@@ -65,7 +64,7 @@ func TestRun(t *testing.T) {
 
 // TestRunRejectsBadFlags: nonsense flags are an error, not a hang.
 func TestRunRejectsBadFlags(t *testing.T) {
-	if _, err := run(context.Background(), &bytes.Buffer{}, config{Requests: 0, Interval: time.Second}); err == nil {
+	if _, err := run(context.Background(), io.Discard, config{Requests: 0, Interval: time.Second}); err == nil {
 		t.Error("run(requests 0) = nil error")
 	}
 }
