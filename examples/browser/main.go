@@ -14,7 +14,7 @@
 // nothing listens). Navigations that fail are retried through another exit, as a scraper would.
 //
 // It needs Chromium: Debian's chromium package (/usr/bin/chromium), or -chromium PATH.
-// Run it with `go run ./examples/browser`; -h lists the flags. A run takes about ten seconds.
+// Run it with `go run ./examples/browser`; -h lists the flags. A run takes about 30 seconds.
 package main
 
 import (
@@ -23,11 +23,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
-	"os/signal"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
+	"github.com/proxybreaker/proxybreaker/examples/internal/leakwatch"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
@@ -40,35 +40,29 @@ type config struct {
 	Timeout  time.Duration // per navigation
 }
 
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.IntVar(&cfg.Rounds, "rounds", 8, "how many rounds; each visits one page of every site")
+	fs.IntVar(&cfg.Attempts, "attempts", 3, "attempts per page, each through another exit, before giving up")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for the pool's choices (0: a random one, printed)")
+	fs.StringVar(&cfg.Chromium, "chromium", "", "Chromium binary (default: /usr/bin/chromium, else chromium or google-chrome on $PATH)")
+	fs.DurationVar(&cfg.Timeout, "timeout", DefaultNavigationTimeout, "bound on each navigation; an exit that takes longer is blamed")
+}
+
 // browserStartTimeout bounds how long Chromium may take to start and answer.
 const browserStartTimeout = 30 * time.Second
 
+const about = `Starts proxies and web sites on 127.0.0.1 (nothing leaves the machine) and visits the sites with
+headless Chromium, each navigation in a browser context whose proxy is the exit proxybreaker's
+pool picked; the verdict of each navigation goes back to the pool's breakers. It needs Chromium.`
+
 func main() {
 	var cfg config
-	flag.IntVar(&cfg.Rounds, "rounds", 8, "how many rounds; each visits one page of every site")
-	flag.IntVar(&cfg.Attempts, "attempts", 3, "attempts per page, each through another exit, before giving up")
-	flag.Uint64Var(&cfg.Seed, "seed", 0, "seed for the pool's choices (0: a random one, printed)")
-	flag.StringVar(&cfg.Chromium, "chromium", "", "Chromium binary (default: /usr/bin/chromium, else chromium or google-chrome on $PATH)")
-	flag.DurationVar(&cfg.Timeout, "timeout", DefaultNavigationTimeout, "bound on each navigation; an exit that takes longer is blamed")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), `Usage: go run ./examples/browser [flags]
-
-Starts proxies and web sites on 127.0.0.1 (nothing leaves the machine) and visits the sites with
-headless Chromium, each navigation in a browser context whose proxy is the exit proxybreaker's
-pool picked; the verdict of each navigation goes back to the pool's breakers.
-
-Flags:
-`)
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "browser:", err)
-		os.Exit(1)
-	}
+	cli.Main(command(&cfg), func(ctx context.Context) error { return cli.ErrorOf(run(ctx, cfg, os.Stdout)) })
 }
+
+// command is the example's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("browser", about, cfg.flags) }
 
 // visit is one page the example visited: the attempts it took, and why it gave up if it did.
 type visit struct {
@@ -102,20 +96,18 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 		return summary{}, fmt.Errorf("want -rounds ≥ 1, -attempts ≥ 1 and -timeout > 0; got %d, %d, %v",
 			cfg.Rounds, cfg.Attempts, cfg.Timeout)
 	}
-	if cfg.Seed == 0 {
-		cfg.Seed = rand.Uint64()>>12 + 1 // short enough to type back in
-	}
+	cfg.Seed = cli.Seed(cfg.Seed)
 	execPath, err := findChromium(cfg.Chromium)
 	if err != nil {
 		return summary{}, err
 	}
 	start := time.Now()
-	out := newWatchedOutput(stdout, secrets())
+	out := leakwatch.New(stdout, secrets())
 	w, err := startWorld()
 	if err != nil {
 		return summary{}, err
 	}
-	defer w.close()
+	defer w.Close()
 	b, err := startBrowser(ctx, execPath, browserStartTimeout)
 	if err != nil {
 		return summary{}, err
@@ -123,7 +115,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 	defer b.stop()
 
 	p, err := pool.New(
-		pool.WithExits(w.exits...),
+		pool.WithExits(w.Exits...),
 		pool.WithSeed(cfg.Seed), // the same picks on every run with this seed
 		pool.WithInlineSweep(),
 	)
@@ -138,7 +130,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 
 	s := summary{Seed: cfg.Seed, Browser: b.version, Names: map[string]string{}}
 	for _, o := range w.origins {
-		s.Names[o.key] = o.name
+		s.Names[o.Key] = o.Name
 	}
 	printIntro(out, s, execPath, w, cfg)
 	for r := 1; r <= cfg.Rounds && ctx.Err() == nil; r++ {
@@ -146,7 +138,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 			if ctx.Err() != nil {
 				break
 			}
-			v, err := visitPage(ctx, nav, o, pagePath(o.name, r), cfg.Attempts, len(s.Visits)+1, out)
+			v, err := visitPage(ctx, nav, o, pagePath(o.Name, r), cfg.Attempts, len(s.Visits)+1, out)
 			if err != nil {
 				return s, err
 			}
@@ -160,7 +152,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 	s.Took = time.Since(start)
 	fmt.Fprintf(out, "\n%d pages in %v; %d request(s) reached a site without an exit.\n",
 		len(s.Visits), s.Took.Round(100*time.Millisecond), s.Direct)
-	s.Lines, s.Leaks = out.counts()
+	s.Lines, s.Leaks = out.Counts()
 	if ctx.Err() != nil {
 		return s, ctx.Err()
 	}
@@ -183,10 +175,10 @@ func pagePath(site string, r int) string {
 // at the first attempt that is not a failure, or when the pool refuses (a scraper would wait for the
 // refusal's RetryIn). Its error is the browser's failure, which ends the example.
 func visitPage(ctx context.Context, nav *Navigator, o *origin, path string, attempts, n int, out io.Writer) (visit, error) {
-	v := visit{N: n, Site: o.name, Path: path}
+	v := visit{N: n, Site: o.Name, Path: path}
 	retries := pool.NewRetries()
 	for i := 0; i < attempts; i++ {
-		res, err := nav.Navigate(ctx, o.srv.URL+path, retries)
+		res, err := nav.Navigate(ctx, o.URL+path, retries)
 		if err != nil {
 			if refused(err) {
 				v.Err = err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -13,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/examples/internal/exampletest"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
@@ -39,17 +39,13 @@ func needChromium(t *testing.T) {
 // exit and no password was printed.
 func TestRun(t *testing.T) {
 	needChromium(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-
 	cfg := config{Rounds: 8, Attempts: 3, Seed: 7, Timeout: DefaultNavigationTimeout}
-	var out bytes.Buffer
-	start := time.Now()
-	s, err := run(context.Background(), cfg, &out)
-	text := out.String()
-	if err != nil {
-		t.Fatalf("run(%+v) = %v\n%s", cfg, err, text)
-	}
-	t.Logf("run took %v (timings are reported, not asserted); output:\n%s", time.Since(start), text)
+	var s summary
+	text := exampletest.Output(t, secrets(), func(ctx context.Context, out io.Writer) (err error) {
+		s, err = run(ctx, cfg, out)
+		return err
+	})
+	t.Logf("output:\n%s", text)
 
 	if len(s.Visits) != cfg.Rounds*3 {
 		t.Errorf("visited %d pages, want %d", len(s.Visits), cfg.Rounds*3)
@@ -161,9 +157,6 @@ func TestRun(t *testing.T) {
 		t.Errorf("%d printed line(s) held a password", s.Leaks)
 	}
 	for _, p := range secrets() {
-		if strings.Contains(text, p) {
-			t.Errorf("the output holds the password %q", p)
-		}
 		for _, v := range s.Visits {
 			for _, a := range v.Attempts {
 				if a.Err != nil && strings.Contains(a.Err.Error(), p) {
@@ -182,7 +175,7 @@ func TestRun(t *testing.T) {
 // TestRunWithoutChromium: a -chromium that does not exist is an error that says so, before
 // anything starts.
 func TestRunWithoutChromium(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	exampletest.CheckLeaks(t)
 	cfg := config{Rounds: 1, Attempts: 1, Timeout: time.Second, Chromium: "/nonexistent/chromium"}
 	_, err := run(context.Background(), cfg, &bytes.Buffer{})
 	if !errors.Is(err, errNoChromium) || !strings.Contains(err.Error(), "/nonexistent/chromium") {
@@ -204,7 +197,7 @@ func carrier(body []byte) string {
 // other's proxy: every page was carried by the exit its own lease picked, credentials included.
 func TestNavigateConcurrently(t *testing.T) {
 	needChromium(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	exampletest.CheckLeaks(t)
 	execPath, err := findChromium("")
 	if err != nil {
 		t.Fatal(err)
@@ -213,13 +206,13 @@ func TestNavigateConcurrently(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
+	defer w.Close()
 	b, err := startBrowser(context.Background(), execPath, browserStartTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.stop()
-	p, err := pool.New(pool.WithExits(w.exits[:3]...)) // dc-1, and dc-2 and dc-3 with credentials
+	p, err := pool.New(pool.WithExits(w.Exits[:3]...)) // dc-1, and dc-2 and dc-3 with credentials
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +231,7 @@ func TestNavigateConcurrently(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				res, err := n.Navigate(context.Background(), fmt.Sprintf("%s/story/%d", w.origins[0].srv.URL, 10+g*each+i), nil)
+				res, err := n.Navigate(context.Background(), fmt.Sprintf("%s/story/%d", w.origins[0].URL, 10+g*each+i), nil)
 				if err != nil {
 					errs <- err
 					continue
@@ -309,7 +302,7 @@ func hangingProxy(t *testing.T) (addr string, accepted <-chan struct{}) {
 func TestNavigateHangingExit(t *testing.T) {
 	needChromium(t)
 	addr, accepted := hangingProxy(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	exampletest.CheckLeaks(t)
 	execPath, err := findChromium("")
 	if err != nil {
 		t.Fatal(err)
@@ -318,7 +311,7 @@ func TestNavigateHangingExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
+	defer w.Close()
 	b, err := startBrowser(context.Background(), execPath, browserStartTimeout)
 	if err != nil {
 		t.Fatal(err)
@@ -329,7 +322,7 @@ func TestNavigateHangingExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	page := w.origins[0].srv.URL + "/story/1"
+	page := w.origins[0].URL + "/story/1"
 
 	n, err := NewNavigator(p, b.ctx, NavigatorConfig{Timeout: time.Second})
 	if err != nil {
@@ -374,4 +367,10 @@ drain:
 	if pr := p.Snapshot().Pairs; len(pr) != 1 || pr[0].Breaker.FailuresInWindow != 1 {
 		t.Errorf("pairs after the cancellation = %+v, want still 1 failure", pr)
 	}
+}
+
+// TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
+// temporary binary's path.
+func TestHelp(t *testing.T) {
+	exampletest.CheckHelp(t, command(new(config)))
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -14,15 +12,15 @@ import (
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
-func printIntro(out io.Writer, s summary, execPath string, w *world, cfg config) {
+func printIntro(out io.Writer, s summary, execPath string, w *scene, cfg config) {
 	fmt.Fprintf(out, "browser: %s (%s), headless; seed %d\n", s.Browser, execPath, s.Seed)
 	fmt.Fprintln(out, "sites:")
 	for _, o := range w.origins {
-		fmt.Fprintf(out, "  %-5s %-24s %s\n", o.name, o.srv.URL, o.role)
+		fmt.Fprintf(out, "  %-5s %-24s %s\n", o.Name, o.URL, o.role)
 	}
 	fmt.Fprintln(out, "exits:")
 	for _, sp := range exitSpecs {
-		fmt.Fprintf(out, "  %-9s %s\n", sp.name, sp.role)
+		fmt.Fprintf(out, "  %-9s %s\n", sp.Name, sp.Role)
 	}
 	fmt.Fprintf(out, "\n%d pages, each in a fresh browser context whose proxy is the exit the pool picked (up to %d attempts):\n",
 		cfg.Rounds*len(w.origins), cfg.Attempts)
@@ -87,7 +85,7 @@ func refusal(err error) string {
 }
 
 // printCarried prints which exit carried what: pages loaded and failed attempts, by exit and site.
-func printCarried(out io.Writer, s summary, w *world) {
+func printCarried(out io.Writer, s summary, w *scene) {
 	type cell struct{ loaded, failed int }
 	grid := map[[2]string]*cell{}
 	for _, v := range s.Visits {
@@ -108,13 +106,13 @@ func printCarried(out io.Writer, s summary, w *world) {
 	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
 	fmt.Fprint(tw, "  exit")
 	for _, o := range w.origins {
-		fmt.Fprintf(tw, "\t%s", o.name)
+		fmt.Fprintf(tw, "\t%s", o.Name)
 	}
 	fmt.Fprintln(tw)
 	for _, sp := range exitSpecs {
-		fmt.Fprintf(tw, "  %s", sp.name)
+		fmt.Fprintf(tw, "  %s", sp.Name)
 		for _, o := range w.origins {
-			c := grid[[2]string{sp.name, o.name}]
+			c := grid[[2]string{sp.Name, o.Name}]
 			if c == nil {
 				c = &cell{}
 			}
@@ -160,57 +158,4 @@ func breakerDetail(b breaker.Snapshot, at time.Time) string {
 		parts = append(parts, fmt.Sprintf("probe in %v", b.NextProbe.Sub(at).Round(time.Second)))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// watchedOutput passes everything through to w while counting lines and the lines that contain one
-// of the secrets, so that the example can be checked never to print a password. It is safe for
-// concurrent use.
-type watchedOutput struct {
-	w       io.Writer
-	secrets [][]byte
-
-	mu      sync.Mutex
-	partial []byte // the last line, not yet ended
-	lines   int
-	leaks   int
-}
-
-func newWatchedOutput(w io.Writer, secrets []string) *watchedOutput {
-	o := &watchedOutput{w: w}
-	for _, s := range secrets {
-		o.secrets = append(o.secrets, []byte(s))
-	}
-	return o
-}
-
-func (o *watchedOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.partial = append(o.partial, p...)
-	for {
-		i := bytes.IndexByte(o.partial, '\n')
-		if i < 0 {
-			break
-		}
-		o.check(o.partial[:i])
-		o.partial = o.partial[i+1:]
-	}
-	return o.w.Write(p)
-}
-
-func (o *watchedOutput) check(line []byte) {
-	o.lines++
-	for _, s := range o.secrets {
-		if bytes.Contains(line, s) {
-			o.leaks++
-			return
-		}
-	}
-}
-
-// counts returns the lines written so far and how many held a secret.
-func (o *watchedOutput) counts() (lines, leaks int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.lines, o.leaks
 }

@@ -4,46 +4,23 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 
-	"github.com/proxybreaker/proxybreaker/internal/proxytest"
-	"github.com/proxybreaker/proxybreaker/pool"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/examples/internal/world"
 )
 
-// exitSpec is one proxy exit of the example and the trouble it has.
-type exitSpec struct {
-	name      string
-	user      string // the proxy demands user:pass
-	pass      string // the password the proxy expects
-	wrongPass string // the password the exit dials with instead, if not pass
-	dead      bool   // nothing listens where the exit points
-	role      string
-}
-
-var exitSpecs = []exitSpec{
-	{name: "dc-1", role: "healthy"},
-	{name: "dc-2", user: "dc2", pass: "pw-dc2-0f4e", role: "healthy, with credentials (given through the Fetch domain)"},
-	{name: "dc-3", user: "dc3", pass: "pw-dc3-77a1", role: "healthy, with credentials"},
-	{name: "auth-bad", user: "eve", pass: "pw-eve-right", wrongPass: "pw-eve-wrong", role: "wrong password: the proxy answers 407"},
-	{name: "dead", dead: true, role: "nothing listens there"},
+// exitSpecs are the example's exits and the trouble each has.
+var exitSpecs = []world.ExitSpec{
+	{Name: "dc-1", Role: "healthy"},
+	{Name: "dc-2", User: "dc2", Pass: "pw-dc2-0f4e", Role: "healthy, with credentials (given through the Fetch domain)"},
+	{Name: "dc-3", User: "dc3", Pass: "pw-dc3-77a1", Role: "healthy, with credentials"},
+	{Name: "auth-bad", User: "eve", Pass: "pw-eve-right", WrongPass: "pw-eve-wrong", Role: "wrong password: the proxy answers 407"},
+	{Name: "dead", Dead: true, Role: "nothing listens there"},
 }
 
 // secrets are the passwords of the world, none of which may ever be printed.
-func secrets() []string {
-	var s []string
-	for _, sp := range exitSpecs {
-		for _, p := range []string{sp.pass, sp.wrongPass} {
-			if p != "" {
-				s = append(s, p)
-			}
-		}
-	}
-	return s
-}
+func secrets() []string { return world.Secrets(exitSpecs) }
 
 // apiBudget is how many pages the api origin serves each exit before it answers 429.
 const apiBudget = 2
@@ -51,22 +28,18 @@ const apiBudget = 2
 // apiRetryAfter is the Retry-After the api origin sends with its 429s, in seconds.
 const apiRetryAfter = 30
 
-// origin is one web site of the world.
+// origin is one web site of the scene.
 type origin struct {
-	name string
+	*world.Site
 	role string
-	srv  *httptest.Server
-	key  string // its origin key, as the pool sees it
 }
 
-// world is everything the example runs on 127.0.0.1: the proxies, the exits that point at them and
-// three web sites that tell, through a proxytest.Registry, which proxy carried each request.
-type world struct {
-	reg     *proxytest.Registry
-	proxies []*proxytest.Proxy
-	exits   []*pool.Exit // labelled, in exitSpecs order
-	origins []*origin    // news, api, shop
-	byKey   map[string]*origin
+// scene is everything the example runs on 127.0.0.1 — the proxies, the exits that point at them
+// and three web sites that tell, through the world's Registry, which proxy carried each request —
+// and what the sites saw.
+type scene struct {
+	*world.World
+	origins []*origin // news, api, shop
 
 	mu         sync.Mutex
 	apiServed  map[string]int // pages api served, by proxy
@@ -74,83 +47,31 @@ type world struct {
 	direct     int            // requests that reached an origin through no proxy
 }
 
-// startWorld starts the sites and the proxies. On error it closes whatever it started.
-func startWorld() (w *world, err error) {
-	w = &world{reg: &proxytest.Registry{}, byKey: map[string]*origin{}, apiServed: map[string]int{}}
-	defer func() {
-		if err != nil {
-			w.close()
-		}
-	}()
-	for _, o := range []*origin{
-		{name: "news", role: "stories; one of them is gone (404)", srv: httptest.NewServer(http.HandlerFunc(w.news))},
-		{name: "api", role: fmt.Sprintf("%d pages per exit, then 429 Retry-After: %d", apiBudget, apiRetryAfter), srv: httptest.NewServer(http.HandlerFunc(w.api))},
-		{name: "shop", role: "answers the first exit it sees with a Cloudflare-like challenge (403)", srv: httptest.NewServer(http.HandlerFunc(w.shop))},
+// startWorld starts the sites, then the proxies. On error it closes whatever it started.
+func startWorld() (*scene, error) {
+	w := &scene{World: world.New(), apiServed: map[string]int{}}
+	for _, o := range []struct {
+		name, role string
+		h          http.HandlerFunc
+	}{
+		{"news", "stories; one of them is gone (404)", w.news},
+		{"api", fmt.Sprintf("%d pages per exit, then 429 Retry-After: %d", apiBudget, apiRetryAfter), w.api},
+		{"shop", "answers the first exit it sees with a Cloudflare-like challenge (403)", w.shop},
 	} {
-		u, err := url.Parse(o.srv.URL)
-		if err != nil {
-			o.srv.Close()
-			return nil, err
-		}
-		o.key = transport.OriginHost(u)
-		w.origins = append(w.origins, o)
-		w.byKey[o.key] = o
+		w.origins = append(w.origins, &origin{Site: w.AddSite(o.name, o.h), role: o.role})
 	}
-
-	urls := make([]*url.URL, len(exitSpecs))
-	for i, sp := range exitSpecs {
-		if sp.dead {
-			continue
-		}
-		p, err := proxytest.Start(proxytest.Config{Name: sp.name, Registry: w.reg, User: sp.user, Pass: sp.pass})
-		if err != nil {
-			return nil, err
-		}
-		w.proxies = append(w.proxies, p)
-		urls[i] = p.URL()
-		if sp.wrongPass != "" {
-			urls[i] = p.URLWithCredentials(sp.user, sp.wrongPass)
-		}
-	}
-	for i, sp := range exitSpecs {
-		if sp.dead { // last, so that no proxy above is handed the same port
-			addr, err := proxytest.ClosedAddr()
-			if err != nil {
-				return nil, err
-			}
-			urls[i] = &url.URL{Scheme: "http", Host: addr}
-		}
-		e, err := pool.NewExit(urls[i])
-		if err != nil {
-			return nil, err
-		}
-		w.exits = append(w.exits, e.WithLabel(sp.name))
+	if _, err := w.StartExits(exitSpecs...); err != nil {
+		w.Close()
+		return nil, err
 	}
 	return w, nil
-}
-
-func (w *world) close() {
-	for _, p := range w.proxies {
-		p.Close()
-	}
-	for _, o := range w.origins {
-		o.srv.Close()
-	}
-}
-
-// originName names an origin key for people: "news" rather than 127.0.0.1:41155.
-func (w *world) originName(key string) string {
-	if o, ok := w.byKey[key]; ok {
-		return o.name
-	}
-	return key
 }
 
 // via returns the proxy that carried r, counting requests that came straight from a client. It
 // reports false for those, and for the browser's own requests (favicons), which the sites answer
 // 404 without judging anyone.
-func (w *world) via(rw http.ResponseWriter, r *http.Request) (string, bool) {
-	name, ok := w.reg.Lookup(r)
+func (w *scene) via(rw http.ResponseWriter, r *http.Request) (string, bool) {
+	name, ok := w.Registry.Lookup(r)
 	if !ok {
 		w.mu.Lock()
 		w.direct++
@@ -166,7 +87,7 @@ func (w *world) via(rw http.ResponseWriter, r *http.Request) (string, bool) {
 }
 
 // news serves /story/N; story 3 is gone.
-func (w *world) news(rw http.ResponseWriter, r *http.Request) {
+func (w *scene) news(rw http.ResponseWriter, r *http.Request) {
 	via, ok := w.via(rw, r)
 	if !ok {
 		return
@@ -179,7 +100,7 @@ func (w *world) news(rw http.ResponseWriter, r *http.Request) {
 }
 
 // api serves apiBudget pages to each proxy, then answers it 429 with a Retry-After.
-func (w *world) api(rw http.ResponseWriter, r *http.Request) {
+func (w *scene) api(rw http.ResponseWriter, r *http.Request) {
 	via, ok := w.via(rw, r)
 	if !ok {
 		return
@@ -197,7 +118,7 @@ func (w *world) api(rw http.ResponseWriter, r *http.Request) {
 }
 
 // shop challenges the first proxy it sees, every time, as a bot manager that distrusts one IP range.
-func (w *world) shop(rw http.ResponseWriter, r *http.Request) {
+func (w *scene) shop(rw http.ResponseWriter, r *http.Request) {
 	via, ok := w.via(rw, r)
 	if !ok {
 		return
@@ -238,14 +159,14 @@ func page(rw http.ResponseWriter, site, path, via string) {
 func carriedBy(proxy string) string { return "carried by " + proxy + "." }
 
 // challengedProxy returns the proxy shop challenges, "" before it saw one.
-func (w *world) challengedProxy() string {
+func (w *scene) challengedProxy() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.challenged
 }
 
 // directRequests returns how many requests reached a site through no proxy.
-func (w *world) directRequests() int {
+func (w *scene) directRequests() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.direct

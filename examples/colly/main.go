@@ -8,7 +8,7 @@
 //	colly.Collector → collyext (id, *pool.Retries, exit, re-queue) → transport.Transport
 //	    → pool.Pool picks an exit → proxytest proxy → site
 //
-// Run it with `go run ./examples/colly`; -h lists the flags. A run takes a second or two.
+// Run it with `go run ./examples/colly`; -h lists the flags. A run takes about three seconds.
 package main
 
 import (
@@ -17,8 +17,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +24,8 @@ import (
 	"github.com/gocolly/colly/v2"
 
 	"github.com/proxybreaker/proxybreaker/collyext"
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
+	"github.com/proxybreaker/proxybreaker/examples/internal/tally"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -37,34 +37,28 @@ type config struct {
 	Quiet bool // the summary only
 }
 
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.IntVar(&cfg.Pages, "pages", 60, "how many linked pages the site has")
+	fs.BoolVar(&cfg.Sync, "sync", false, "crawl with a sync collector (default: async, 6 requests in flight)")
+	fs.BoolVar(&cfg.Quiet, "quiet", false, "print the summary only, not the breakers' state changes")
+}
+
 // headerTimeout is how long an exit may take to answer before it is blamed: short, so that the
 // hanging exit is caught quickly.
 const headerTimeout = 500 * time.Millisecond
 
+const about = `Starts proxies and a web site on 127.0.0.1 (nothing leaves the machine) and crawls the site with
+a Colly collector through proxybreaker: broken exits are taken out, failed pages re-queued through
+healthy ones, and every response names the exit that carried it.`
+
 func main() {
 	var cfg config
-	flag.IntVar(&cfg.Pages, "pages", 60, "how many linked pages the site has")
-	flag.BoolVar(&cfg.Sync, "sync", false, "crawl with a sync collector (default: async, 6 requests in flight)")
-	flag.BoolVar(&cfg.Quiet, "quiet", false, "print the summary only, not the breakers' state changes")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), `Usage: go run ./examples/colly [flags]
-
-Starts proxies and a web site on 127.0.0.1 (nothing leaves the machine) and crawls the site with
-a Colly collector through proxybreaker: broken exits are taken out, failed pages re-queued through
-healthy ones, and every response names the exit that carried it.
-
-Flags:
-`)
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "colly:", err)
-		os.Exit(1)
-	}
+	cli.Main(command(&cfg), func(ctx context.Context) error { return cli.ErrorOf(run(ctx, cfg, os.Stdout)) })
 }
+
+// command is the example's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("colly", about, cfg.flags) }
 
 // summary is what a crawl came to.
 type summary struct {
@@ -81,13 +75,13 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 	if cfg.Pages < 1 {
 		return summary{}, fmt.Errorf("-pages %d: want at least 1", cfg.Pages)
 	}
-	w, err := startWorld(cfg.Pages)
+	w, site, err := startWorld(cfg.Pages)
 	if err != nil {
 		return summary{}, err
 	}
-	defer w.close()
+	defer w.Close()
 
-	pl, err := pool.New(pool.WithExits(w.exits...))
+	pl, err := pool.New(pool.WithExits(w.Exits...))
 	if err != nil {
 		return summary{}, err
 	}
@@ -128,10 +122,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 		mu.Unlock()
 	}))
 
-	fmt.Fprintf(out, "site %s: %d linked pages\n", w.site.URL, cfg.Pages)
+	fmt.Fprintf(out, "site %s: %d linked pages\n", site.URL, cfg.Pages)
 	fmt.Fprintln(out, "exits:")
 	for _, sp := range exitSpecs {
-		fmt.Fprintf(out, "  %-11s %s\n", sp.name, sp.role)
+		fmt.Fprintf(out, "  %-11s %s\n", sp.Name, sp.Role)
 	}
 	mode := "async, 6 in flight"
 	if cfg.Sync {
@@ -139,7 +133,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 	}
 	fmt.Fprintf(out, "crawling (%s, header timeout %v)\n", mode, headerTimeout)
 	start := time.Now()
-	if err := c.Visit(w.site.URL + "/page/0"); err != nil && !cfg.Sync {
+	if err := c.Visit(site.URL + "/page/0"); err != nil && !cfg.Sync {
 		return s, err
 	}
 	// A sync collector's Visit returns the first fetch's error even when a re-queue loaded the
@@ -169,30 +163,14 @@ func printSummary(out io.Writer, s summary, took time.Duration) {
 	}
 	fmt.Fprintf(out, "\ndone in %v: %d of %d pages loaded once each, %d lost; %d attempts for them\n",
 		took.Round(time.Millisecond), loadedOnce, s.Pages, len(s.Lost), s.Attempts)
-	fmt.Fprintf(out, "pages by exit:      %s\n", tally(s.ByExit))
-	fmt.Fprintf(out, "failures by exit:   %s\n", tally(s.Failures))
+	fmt.Fprintf(out, "pages by exit:      %s\n", tally.Line(s.ByExit, "%s %d"))
+	fmt.Fprintf(out, "failures by exit:   %s\n", tally.Line(s.Failures, "%s %d"))
 	if len(s.Parked) > 0 {
 		fmt.Fprintf(out, "parked exits:       %s\n", strings.Join(s.Parked, ", "))
 	}
 	for _, l := range s.Lost {
 		fmt.Fprintf(out, "lost: %s\n", l)
 	}
-}
-
-func tally(m map[string]int) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 // printer observes the transport's attempts, which it counts, and the pool's breakers, whose state

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
-	"time"
 
-	"go.uber.org/goleak"
+	"github.com/proxybreaker/proxybreaker/examples/internal/exampletest"
+	"github.com/proxybreaker/proxybreaker/examples/internal/world"
 )
 
 // TestRun crawls the example's site, sync and async, and checks what the example claims: every
@@ -16,7 +16,6 @@ import (
 func TestRun(t *testing.T) {
 	for _, sync := range []bool{false, true} {
 		t.Run(map[bool]string{false: "async", true: "sync"}[sync], func(t *testing.T) {
-			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			testRun(t, config{Pages: 40, Sync: sync})
 		})
 	}
@@ -24,15 +23,11 @@ func TestRun(t *testing.T) {
 
 // testRun runs the example with cfg and checks its summary and output.
 func testRun(t *testing.T, cfg config) {
-	var out bytes.Buffer
-	start := time.Now()
-	s, err := run(context.Background(), cfg, &out)
-	if err != nil {
-		t.Fatalf("run(%+v) = %v\n%s", cfg, err, out.String())
-	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Logf("slow run (a busy machine?): run(%+v) took %v", cfg, d) // timings are reported, not asserted
-	}
+	var s summary
+	text := exampletest.Output(t, world.Secrets(exitSpecs), func(ctx context.Context, out io.Writer) (err error) {
+		s, err = run(ctx, cfg, out)
+		return err
+	})
 	if len(s.Lost) > 0 {
 		t.Errorf("run(%+v) lost %v", cfg, s.Lost)
 	}
@@ -54,13 +49,13 @@ func testRun(t *testing.T, cfg config) {
 			t.Errorf("run(%+v): %s failed (%s) but is not parked (parked: %v)", cfg, exit, key, s.Parked)
 		}
 	}
-	text := out.String()
 	if !strings.Contains(text, "pages loaded once each, 0 lost") {
 		t.Errorf("run(%+v) output lacks the summary:\n%s", cfg, text)
 	}
-	for _, sp := range exitSpecs {
-		if sp.user != "" && (strings.Contains(text, "right-"+sp.user) || strings.Contains(text, "wrong-"+sp.user)) {
-			t.Errorf("run(%+v) printed %s's password:\n%s", cfg, sp.name, text)
-		}
-	}
+}
+
+// TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
+// temporary binary's path.
+func TestHelp(t *testing.T) {
+	exampletest.CheckHelp(t, command(new(config)))
 }

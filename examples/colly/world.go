@@ -4,24 +4,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/proxybreaker/proxybreaker/examples/internal/world"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
-	"github.com/proxybreaker/proxybreaker/pool"
 )
-
-// exitSpec is one proxy exit of the example and the trouble it has.
-type exitSpec struct {
-	name      string
-	user      string // the proxy demands user:right
-	wrongPass bool   // the exit dials with a wrong password
-	dead      bool   // nothing listens where the exit points
-	hang      bool   // the proxy accepts connections and never answers
-	role      string
-}
 
 // The site's judgements of two exits, by proxy name.
 const (
@@ -29,77 +17,27 @@ const (
 	wafProxy    = "res-waf"    // answered a challenge page, served with 200
 )
 
-var exitSpecs = []exitSpec{
-	{name: "dc-1", role: "healthy"},
-	{name: "dc-2", role: "healthy"},
-	{name: "dc-3", user: "dc3", role: "healthy, with credentials"},
-	{name: "auth-bad", user: "bob", wrongPass: true, role: "wrong password: the proxy answers 407"},
-	{name: "dead", dead: true, role: "nothing listens there: connection refused"},
-	{name: "hang", hang: true, role: "accepts connections, never answers"},
-	{name: cappedProxy, role: "the site answers it 429 Retry-After: 30"},
-	{name: wafProxy, role: "the site answers it a Cloudflare challenge page, with status 200"},
+// exitSpecs are the example's exits and the trouble each has.
+var exitSpecs = []world.ExitSpec{
+	{Name: "dc-1", Role: "healthy"},
+	{Name: "dc-2", Role: "healthy"},
+	{Name: "dc-3", User: "dc3", Pass: "right-dc3", Role: "healthy, with credentials"},
+	{Name: "auth-bad", User: "bob", Pass: "right-bob", WrongPass: "wrong-bob", Role: "wrong password: the proxy answers 407"},
+	{Name: "dead", Dead: true, Role: "nothing listens there: connection refused"},
+	{Name: "hang", Hang: true, Role: "accepts connections, never answers"},
+	{Name: cappedProxy, Role: "the site answers it 429 Retry-After: 30"},
+	{Name: wafProxy, Role: "the site answers it a Cloudflare challenge page, with status 200"},
 }
 
-// world is everything the example runs on 127.0.0.1.
-type world struct {
-	reg     *proxytest.Registry
-	proxies []*proxytest.Proxy
-	site    *httptest.Server
-	exits   []*pool.Exit
-}
-
-// startWorld starts the site and the proxies. On error it closes whatever it started.
-func startWorld(pages int) (w *world, err error) {
-	w = &world{reg: &proxytest.Registry{}}
-	defer func() {
-		if err != nil {
-			w.close()
-		}
-	}()
-	w.site = httptest.NewServer(siteHandler(w.reg, pages))
-	urls := make([]*url.URL, len(exitSpecs))
-	for i, sp := range exitSpecs {
-		if sp.dead {
-			continue
-		}
-		cfg := proxytest.Config{Name: sp.name, Registry: w.reg, Hang: sp.hang}
-		if sp.user != "" {
-			cfg.User, cfg.Pass = sp.user, "right-"+sp.user
-		}
-		p, err := proxytest.Start(cfg)
-		if err != nil {
-			return nil, err
-		}
-		w.proxies = append(w.proxies, p)
-		urls[i] = p.URL()
-		if sp.wrongPass {
-			urls[i] = p.URLWithCredentials(sp.user, "wrong-"+sp.user)
-		}
+// startWorld starts the site, then the proxies. On error it closes whatever it started.
+func startWorld(pages int) (*world.World, *world.Site, error) {
+	w := world.New()
+	site := w.AddSite("site", siteHandler(w.Registry, pages))
+	if _, err := w.StartExits(exitSpecs...); err != nil {
+		w.Close()
+		return nil, nil, err
 	}
-	for i, sp := range exitSpecs {
-		if sp.dead { // last, so that no proxy above is handed the same port
-			addr, err := proxytest.ClosedAddr()
-			if err != nil {
-				return nil, err
-			}
-			urls[i] = &url.URL{Scheme: "http", Host: addr}
-		}
-		e, err := pool.NewExit(urls[i])
-		if err != nil {
-			return nil, err
-		}
-		w.exits = append(w.exits, e.WithLabel(sp.name))
-	}
-	return w, nil
-}
-
-func (w *world) close() {
-	for _, p := range w.proxies {
-		p.Close()
-	}
-	if w.site != nil {
-		w.site.Close()
-	}
+	return w, site, nil
 }
 
 // siteHandler serves /page/0 … /page/N-1, each linking to a few others, and misjudges two proxies.

@@ -46,14 +46,14 @@ func newLoadStats() *loadStats {
 // run sends cfg.Requests requests, paced evenly over most of cfg.Duration and spread at
 // random across the origins, from cfg.Workers workers. It stops sending when all are sent, when
 // cfg.Duration is up or when ctx ends, and returns once every request has finished.
-func (st *loadStats) run(ctx context.Context, cfg config, w *world, tr http.RoundTripper, rec *recorder, seed uint64) {
+func (st *loadStats) run(ctx context.Context, cfg config, w *scene, tr http.RoundTripper, rec *recorder, seed uint64) {
 	jobs := make(chan string)
 	var wg sync.WaitGroup
 	for range cfg.Workers {
 		wg.Go(func() {
 			client := &http.Client{Transport: tr, Timeout: clientTimeout}
 			for u := range jobs {
-				st.do(ctx, client, rec, w.proxyAt, u)
+				st.do(ctx, client, rec, w.ProxyAt, u)
 			}
 		})
 	}
@@ -66,7 +66,7 @@ func (st *loadStats) run(ctx context.Context, cfg config, w *world, tr http.Roun
 send:
 	for i := range cfg.Requests {
 		o := w.origins[rng.IntN(len(w.origins))]
-		u := o.srv.URL + fmt.Sprintf(pagePath[o.name], i)
+		u := o.URL + fmt.Sprintf(pagePath[o.Name], i)
 		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
@@ -93,8 +93,8 @@ send:
 }
 
 // do sends one request and files its outcome: success is a 2xx whose body was read to the end.
-// proxyAt names the proxy at each address, to check which one the response's connection led to.
-func (st *loadStats) do(ctx context.Context, client *http.Client, rec *recorder, proxyAt map[string]string, u string) {
+// proxyAt names the proxy at an address, to check which one the response's connection led to.
+func (st *loadStats) do(ctx context.Context, client *http.Client, rec *recorder, proxyAt func(addr string) string, u string) {
 	r := &reqRecord{}
 	var (
 		mu   sync.Mutex
@@ -127,7 +127,7 @@ func (st *loadStats) do(ctx context.Context, client *http.Client, rec *recorder,
 	resp.Body.Close()
 	if readErr == nil && resp.StatusCode/100 == 2 {
 		mu.Lock()
-		via := proxyAt[conn]
+		via := proxyAt(conn)
 		mu.Unlock()
 		st.succeed(resp, via)
 		return

@@ -8,7 +8,8 @@
 //	                              ↑ pool: breakers per (exit, origin), per exit            │ Registry: which proxy?
 //	                              └── Observer (lines, tallies), Pool.Snapshot (table)
 //
-// Run it with `make demo` or `go run ./examples/demo`; -h lists the flags.
+// Run it with `make demo` or `go run ./examples/demo`; -h lists the flags. A default run takes
+// about 30 seconds.
 package main
 
 import (
@@ -17,13 +18,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
-	"os/signal"
 	"strings"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
+	"github.com/proxybreaker/proxybreaker/examples/internal/leakwatch"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
@@ -38,6 +39,15 @@ type config struct {
 	Color    bool   // colour the states (when stdout is a terminal)
 }
 
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.IntVar(&cfg.Requests, "requests", 400, "how many requests to send; they are paced evenly over most of -duration")
+	fs.IntVar(&cfg.Workers, "workers", 8, "how many concurrent workers send them, each with its own http.Client")
+	fs.DurationVar(&cfg.Duration, "duration", 35*time.Second, "stop sending after this long, even if requests remain")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for the request mix, exit selection and jitter (0: a random one, printed)")
+	fs.BoolVar(&cfg.Quiet, "quiet", false, "print the summary only, not the live table and state changes")
+}
+
 // Scaled-down timings, so that breakers open, probe and recover within the demo. The library's
 // defaults are breaker.DefaultBaseCooldown (20 s) doubling up to breaker.DefaultMaxCooldown (15 min).
 const (
@@ -49,34 +59,20 @@ const (
 	headerTimeout = 800 * time.Millisecond
 )
 
+const about = `Starts proxies and web sites on 127.0.0.1 (nothing leaves the machine), sends requests through
+proxybreaker's transport, and prints how its circuit breakers take broken exits out and bring
+recovered ones back. A default run takes about 30 seconds.`
+
 func main() {
 	var cfg config
-	flag.IntVar(&cfg.Requests, "requests", 400, "how many requests to send; they are paced evenly over most of -duration")
-	flag.IntVar(&cfg.Workers, "workers", 8, "how many concurrent workers send them, each with its own http.Client")
-	flag.DurationVar(&cfg.Duration, "duration", 35*time.Second, "stop sending after this long, even if requests remain")
-	flag.Uint64Var(&cfg.Seed, "seed", 0, "seed for the request mix, exit selection and jitter (0: a random one, printed)")
-	flag.BoolVar(&cfg.Quiet, "quiet", false, "print the summary only, not the live table and state changes")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), `Usage: go run ./examples/demo [flags]
-
-Starts proxies and web sites on 127.0.0.1 (nothing leaves the machine), sends requests through
-proxybreaker's transport, and prints how its circuit breakers take broken exits out and bring
-recovered ones back. A default run takes about 30 s.
-
-Flags:
-`)
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	cfg.Color = isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
+	cli.Main(command(&cfg), func(ctx context.Context) error {
+		cfg.Color = isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+		return cli.ErrorOf(run(ctx, cfg, os.Stdout))
+	})
 }
+
+// command is the demo's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("demo", about, cfg.flags) }
 
 // run is the demo: it builds the world, runs the load, prints as it goes and returns the summary.
 // It leaves no goroutine behind.
@@ -85,35 +81,33 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 		return summary{}, fmt.Errorf("want -requests ≥ 1, -workers ≥ 1 and -duration > 0; got %d, %d, %v",
 			cfg.Requests, cfg.Workers, cfg.Duration)
 	}
-	if cfg.Seed == 0 {
-		cfg.Seed = rand.Uint64()>>12 + 1 // short enough to type back in
-	}
-	out := newWatchedOutput(stdout, secrets())
+	cfg.Seed = cli.Seed(cfg.Seed)
+	out := leakwatch.New(stdout, secrets())
 	start := time.Now()
 	w, err := startWorld()
 	if err != nil {
 		return summary{}, err
 	}
-	rec := newRecorder(start, w.originName, !cfg.Quiet, cfg.Color)
+	rec := newRecorder(start, w.SiteName, !cfg.Quiet, cfg.Color)
 	pair, exit := pairSettings(), exitSettings()
 	p, err := pool.New(
-		pool.WithExits(w.exits...),
+		pool.WithExits(w.Exits...),
 		pool.WithPairSettings(pair),
 		pool.WithExitSettings(exit),
 		pool.WithSeed(cfg.Seed), // exit selection and every breaker's jitter
 	)
 	if err != nil {
-		return summary{}, errors.Join(err, w.close())
+		return summary{}, errors.Join(err, w.Close())
 	}
 	// The recorder is also a pool.Observer: transport.New adds it to the pool, so it hears of
 	// state changes too, and Close takes it off again.
 	tr, err := transport.New(p,
 		transport.WithHeaderTimeout(headerTimeout),
-		transport.WithBaseTemplate(w.baseTemplate()),
+		transport.WithBaseTemplate(w.BaseTemplate()),
 		transport.WithObserver(rec),
 	)
 	if err != nil {
-		return summary{}, errors.Join(err, w.close())
+		return summary{}, errors.Join(err, w.Close())
 	}
 
 	st := newLoadStats()
@@ -121,7 +115,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 	if !cfg.Quiet {
 		if err := printIntro(out, cfg, w, pair, exit); err != nil {
 			tr.Close()
-			return summary{}, errors.Join(err, w.close())
+			return summary{}, errors.Join(err, w.Close())
 		}
 		disp = startDisplay(out, w, tr.Pool(), rec, st, cfg.Requests, start, cfg.Color)
 	}
@@ -130,13 +124,13 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (summary, error) {
 		disp.close()
 	}
 	tr.Close()
-	closeErr := w.close()
+	closeErr := w.Close()
 
 	sum := buildSummary(w, rec, st)
 	sum.Seed, sum.Interrupted = cfg.Seed, ctx.Err() != nil
 	sum.Elapsed = time.Since(start)
 	printSummary(out, sum)
-	sum.Lines, sum.Leaks = out.counts()
+	sum.Lines, sum.Leaks = out.Counts()
 	return sum, closeErr
 }
 
@@ -158,7 +152,7 @@ func exitSettings() breaker.Settings {
 }
 
 // printIntro describes the exits, the origins and the breaker settings, with the defaults filled in.
-func printIntro(out io.Writer, cfg config, w *world, pair, exit breaker.Settings) error {
+func printIntro(out io.Writer, cfg config, w *scene, pair, exit breaker.Settings) error {
 	pp, err := breaker.NewPolicy(pair)
 	if err != nil {
 		return err
@@ -170,10 +164,10 @@ func printIntro(out io.Writer, cfg config, w *world, pair, exit breaker.Settings
 	p, e := pp.Settings(), ep.Settings()
 	var b strings.Builder
 	fmt.Fprintf(&b, "proxybreaker demo: %d exits, %d origins, %d requests from %d workers over at most %v, all on 127.0.0.1 (seed %d)\n\n",
-		len(w.exits), len(w.origins), cfg.Requests, cfg.Workers, cfg.Duration, cfg.Seed)
+		len(w.Exits), len(w.origins), cfg.Requests, cfg.Workers, cfg.Duration, cfg.Seed)
 	fmt.Fprintf(&b, "Exits: the label names an exit everywhere; the URL is how the library prints an unlabelled exit.\n")
-	for i, e := range w.exits {
-		fmt.Fprintf(&b, "  %-*s tier %d  %-37s %s\n", exitCol, e.Label(), e.Tier(), w.redacted[i], exitSpecs[i].role)
+	for i, e := range w.Exits {
+		fmt.Fprintf(&b, "  %-*s tier %d  %-37s %s\n", exitCol, e.Label(), e.Tier(), e.WithLabel("").Label(), exitSpecs[i].Role)
 	}
 	fmt.Fprintf(&b, "  Tier 0 is preferred; a tier-1 exit serves an origin only while no tier-0 exit is ready for it.\n\n")
 	fmt.Fprintf(&b, "Origins (each one learns from the proxies' shared Registry which proxy carried a request):\n")
@@ -182,7 +176,7 @@ func printIntro(out io.Writer, cfg config, w *world, pair, exit breaker.Settings
 		if o.cap != nil {
 			extra = "; rate-caps " + o.cap.proxy
 		}
-		fmt.Fprintf(&b, "  %-5s %-24s %s%s\n", o.name, o.srv.URL, o.proto, extra)
+		fmt.Fprintf(&b, "  %-5s %-24s %s%s\n", o.Name, o.URL, o.proto, extra)
 	}
 	fmt.Fprintf(&b, "\nBreaker timings are scaled down from the defaults (%v first cooldown, doubling up to %v) so recovery fits in the demo:\n",
 		breaker.DefaultBaseCooldown, fmtDur(breaker.DefaultMaxCooldown))
@@ -201,6 +195,8 @@ func printIntro(out io.Writer, cfg config, w *world, pair, exit breaker.Settings
 	fmt.Fprintf(&b, "holds no breaker for the pair (it has not failed yet), which counts as closed. \"exit breaker\" is the exit's own;\n")
 	fmt.Fprintf(&b, "trips counts how often any of them opened; ok and failed count attempts through the exit.\n")
 	fmt.Fprintf(&b, "An exit takes a request for an origin only when neither breaker is OPEN; OPEN and PARKED show the time to the next probe.\n")
+	fmt.Fprintf(&b, "When that time is up the cell says \"probe due\": the next request the exit is picked for goes as the probe, and\n")
+	fmt.Fprintf(&b, "\"half-open\" is shown while that probe is out; a line says when it goes, and another when it reheats the breaker.\n")
 	fmt.Fprintf(&b, "A line is printed for each state change as it happens; the table is reprinted when a state has changed.\n\n")
 	_, err = io.WriteString(out, b.String())
 	return err

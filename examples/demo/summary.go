@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/examples/internal/leakwatch"
+	"github.com/proxybreaker/proxybreaker/examples/internal/world"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
@@ -51,7 +53,7 @@ func (e exitReport) carried() int {
 	return n
 }
 
-func buildSummary(w *world, rec *recorder, st *loadStats) summary {
+func buildSummary(w *scene, rec *recorder, st *loadStats) summary {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	st.mu.Lock()
@@ -63,8 +65,8 @@ func buildSummary(w *world, rec *recorder, st *loadStats) summary {
 		Pairs: map[pairKey]history{}, Guards: map[string]history{},
 		Checked: st.checked, Misrouted: st.misrouted,
 	}
-	for i, e := range w.exits {
-		r := exitReport{Label: e.Label(), Tier: e.Tier(), Role: exitSpecs[i].role}
+	for i, e := range w.Exits {
+		r := exitReport{Label: e.Label(), Tier: e.Tier(), Role: exitSpecs[i].Role}
 		if t := rec.exits[e.Label()]; t != nil {
 			r.exitTally = *t
 		}
@@ -77,7 +79,7 @@ func buildSummary(w *world, rec *recorder, st *loadStats) summary {
 		s.Guards[k] = *h
 	}
 	for _, o := range w.origins {
-		s.Origins = append(s.Origins, o.name)
+		s.Origins = append(s.Origins, o.Name)
 		s.Direct += o.servedBy()[""]
 	}
 	return s
@@ -93,7 +95,7 @@ func (s summary) exit(label string) exitReport {
 	return exitReport{}
 }
 
-func printSummary(out *watchedOutput, s summary) {
+func printSummary(out *leakwatch.Writer, s summary) {
 	var b strings.Builder
 	attempted := s.Sent - s.RefusedNoExit - s.RefusedOrigin
 	how := ""
@@ -136,7 +138,7 @@ func printSummary(out *watchedOutput, s summary) {
 	}
 	io.WriteString(out, b.String())
 	// The last item counts the lines printed, its own included.
-	lines, leaks := out.counts()
+	lines, leaks := out.Counts()
 	last := func(total int) string {
 		with, wrong := credentialed()
 		text := fmt.Sprintf("Passwords: %d exits dial with credentials (%d of them wrong); none of their passwords appears in the %d lines printed.",
@@ -324,7 +326,7 @@ func tier0Count(s summary) int {
 func brokenTier0() int {
 	n := 0
 	for _, sp := range exitSpecs {
-		if sp.tier == 0 && (sp.dead || sp.hang || sp.wrongPass != "") {
+		if sp.Tier == 0 && (sp.Dead || sp.Hang || sp.WrongPass != "") {
 			n++
 		}
 	}
@@ -334,10 +336,10 @@ func brokenTier0() int {
 // credentialed counts the exits that dial with credentials, and those whose password is wrong.
 func credentialed() (with, wrong int) {
 	for _, sp := range exitSpecs {
-		if sp.user != "" {
+		if sp.User != "" {
 			with++
 		}
-		if sp.wrongPass != "" {
+		if sp.WrongPass != "" {
 			wrong++
 		}
 	}
@@ -345,7 +347,7 @@ func credentialed() (with, wrong int) {
 }
 
 func exitIndex(label string) int {
-	return slices.IndexFunc(exitSpecs, func(sp exitSpec) bool { return sp.name == label })
+	return slices.IndexFunc(exitSpecs, func(sp world.ExitSpec) bool { return sp.Name == label })
 }
 
 // counted prints a tally as "a 3, b 1", largest first; "-" when empty.

@@ -23,7 +23,7 @@ const (
 // out until it stops.
 type display struct {
 	out   io.Writer
-	w     *world
+	w     *scene
 	pool  *pool.Pool // the breakers the table shows
 	rec   *recorder
 	st    *loadStats
@@ -39,7 +39,7 @@ type display struct {
 	done      chan struct{}
 }
 
-func startDisplay(out io.Writer, w *world, p *pool.Pool, rec *recorder, st *loadStats, total int, start time.Time, color bool) *display {
+func startDisplay(out io.Writer, w *scene, p *pool.Pool, rec *recorder, st *loadStats, total int, start time.Time, color bool) *display {
 	d := &display{
 		out: out, w: w, pool: p, rec: rec, st: st, total: total, start: start, color: color,
 		stop: make(chan struct{}), done: make(chan struct{}), lastPrint: start,
@@ -118,23 +118,23 @@ func (d *display) render(s pool.Snapshot) (text, key string) {
 	}
 	pairs := map[pairKey]breaker.Snapshot{}
 	for _, p := range s.Pairs {
-		pairs[pairKey{p.Exit, d.w.originName(p.Origin)}] = p.Breaker
+		pairs[pairKey{p.Exit, d.w.SiteName(p.Origin)}] = p.Breaker
 	}
 	counts := d.rec.counts()
 	var b, k strings.Builder
 	fmt.Fprintf(&b, "\n%s\n", d.progress(s.At))
 	fmt.Fprintf(&b, "        %-*s tier ", exitCol, "exit")
 	for _, o := range d.w.origins {
-		fmt.Fprintf(&b, " %-*s", stateCol, o.name)
+		fmt.Fprintf(&b, " %-*s", stateCol, o.Name)
 	}
 	fmt.Fprintf(&b, " %-*s trips    ok failed\n", stateCol, "exit breaker")
-	for _, e := range d.w.exits {
+	for _, e := range d.w.Exits {
 		label := e.Label()
 		es := exits[label]
 		trips := es.Breaker.Trips
 		fmt.Fprintf(&b, "        %-*s %4d ", exitCol, label, e.Tier())
 		for _, o := range d.w.origins {
-			p, ok := pairs[pairKey{label, o.name}]
+			p, ok := pairs[pairKey{label, o.Name}]
 			c, ck := "·", "closed" // the pool holds no breaker for a pair that is CLOSED and fresh
 			if ok {
 				c, ck = cell(p, s.At)
@@ -153,22 +153,35 @@ func (d *display) render(s pool.Snapshot) (text, key string) {
 			continue
 		}
 		c, ck := cell(o.Breaker, s.At)
-		fmt.Fprintf(&b, "        origin guard %s: %s (most exits fail it: its requests are refused)\n", d.w.originName(o.Origin), paint(d.color, c, ck))
+		fmt.Fprintf(&b, "        origin guard %s: %s (most exits fail it: its requests are refused)\n", d.w.SiteName(o.Origin), paint(d.color, c, ck))
 		k.WriteString(o.Origin + ck)
 	}
 	b.WriteString("\n")
 	return b.String(), k.String()
 }
 
-// cell shows one breaker: "closed", "half-open", "OPEN 2.4s" or "PARKED 14.0s" with the time to
-// its next probe. key is the state alone.
+// cell shows one breaker: "closed", "OPEN 2.4s" or "PARKED 14.0s" with the time to its next
+// probe, "probe due" once that window is over, and "half-open" only while a probe is out. key is
+// the state alone.
+//
+// The pool computes OPEN → HALF_OPEN lazily: a snapshot taken after the window shows a breaker
+// HALF_OPEN before any request probes it, and the transition's line ("a probe goes through") is
+// printed only when a pick takes the probe slot. Until then, and for good where nothing ever
+// picks the pair, the table says "probe due" rather than suggest a probe in flight.
 func cell(b breaker.Snapshot, now time.Time) (text, key string) {
 	name := stateName(b.State, b.Parked)
-	if b.State != breaker.Open {
+	switch {
+	case b.State == breaker.HalfOpen && b.ProbesInFlight == 0:
+		return probeDue, probeDue
+	case b.State != breaker.Open:
 		return name, name
 	}
 	return fmt.Sprintf("%s %.1fs", name, max(b.NextProbe.Sub(now), 0).Seconds()), name
 }
+
+// probeDue is the table's name for a HALF_OPEN breaker with no probe out: the next request picked
+// for it goes as the probe.
+const probeDue = "probe due"
 
 // stateName names a state for people: OPEN and PARKED in capitals, because they are the news.
 func stateName(s breaker.State, parked bool) string {
@@ -187,7 +200,7 @@ func stateName(s breaker.State, parked bool) string {
 }
 
 // paint colours text by state name when color is on: red for OPEN and PARKED, yellow for
-// half-open, green for closed.
+// half-open and probe due, green for closed.
 func paint(color bool, text, state string) string {
 	if !color {
 		return text
@@ -196,7 +209,7 @@ func paint(color bool, text, state string) string {
 	switch state {
 	case "OPEN", "PARKED":
 		code = "31"
-	case "half-open":
+	case "half-open", probeDue:
 		code = "33"
 	case "closed":
 		code = "32"

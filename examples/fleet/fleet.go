@@ -58,12 +58,12 @@ type member struct {
 }
 
 type fleet struct {
-	w       *world
+	w       *shop
 	p       *printer
 	members []*member
 }
 
-func newFleet(addr string, w *world, p *printer) (*fleet, error) {
+func newFleet(addr string, w *shop, p *printer) (*fleet, error) {
 	var suffix [4]byte
 	rand.Read(suffix[:])
 	ns := "fleet-example-" + hex.EncodeToString(suffix[:]) // its own keys, even on a shared Redis
@@ -113,7 +113,7 @@ func (f *fleet) newMember(name, addr, ns string) (*member, error) {
 	// The store claims probes (an option of the pool) and observes the pool once it has its exits
 	// (store.NewPool binds it, restoring the fleet's state before the first request).
 	m.pool, err = store.NewPool(st,
-		pool.WithExits(f.w.exits...),
+		pool.WithExits(f.w.Exits...),
 		pool.WithPairSettings(breaker.Settings{BaseCooldown: baseCooldown}),
 		pool.WithRateLimits(ratelimit.Limits{
 			PerExit:    ratelimit.PerSecond(exitBudget, exitBurst),

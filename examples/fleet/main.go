@@ -17,27 +17,34 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"os"
-	"os/signal"
+
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
 )
+
+const about = `Starts a redis-server, in-process proxies and a small shop on 127.0.0.1 (nothing leaves the
+machine) and runs two pools sharing their breakers through Redis, as two members of a crawler
+fleet: a trip or a park on one reaches the other within milliseconds, the fleet sends one probe
+when a window ends, an exit's rate limit is the fleet's budget, and a Redis outage stops none of
+it from serving.`
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.Redis, "redis", "", "use the Redis at HOST:PORT instead of starting a redis-server on 127.0.0.1 (the outage step is then skipped)")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "fleet:", err)
-		os.Exit(1)
-	}
+	cli.Main(command(&cfg), func(ctx context.Context) error { return run(ctx, cfg, os.Stdout) })
 }
+
+// command is the example's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("fleet", about, cfg.flags) }
 
 // config is what the flags set.
 type config struct {
 	Redis string // "": start a redis-server
+}
+
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&cfg.Redis, "redis", "", "use the Redis at HOST:PORT instead of starting a redis-server on 127.0.0.1 (the outage step is then skipped)")
 }
 
 // run runs the whole example, printing to out.
@@ -56,11 +63,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	} else {
 		p.say("using the Redis at %s", addr)
 	}
-	w, err := startWorld()
+	w, err := startShop()
 	if err != nil {
 		return err
 	}
-	defer w.close()
+	defer w.Close()
 
 	f, err := newFleet(addr, w, p)
 	if err != nil {

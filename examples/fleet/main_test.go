@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/proxybreaker/proxybreaker/examples/internal/exampletest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 )
 
@@ -18,22 +16,13 @@ import (
 // and checks what it says it shows: the parked exit and the trip reach the other member, the fleet
 // sends one probe, no request fails (during the probe or the outage), and it ends by itself.
 func TestRun(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	if _, err := findRedisServer(); err != nil {
 		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
 			t.Fatalf("%v; CI must install redis-server", err)
 		}
 		t.Skip(err)
 	}
-	var out bytes.Buffer
-	start := time.Now()
-	if err := run(context.Background(), config{}, &out); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Logf("slow run (a busy machine?): run took %v, want about ten seconds", d) // timings are reported, not asserted
-	}
-	text := out.String()
+	text := exampletest.Output(t, secrets(), func(ctx context.Context, out io.Writer) error { return run(ctx, config{}, out) })
 	t.Logf("output:\n%s", text)
 	for _, want := range []string{
 		"b parked it too",
@@ -55,13 +44,14 @@ func TestRun(t *testing.T) {
 // TestRunWithRedisFlag: with -redis the example uses that server and skips the outage step.
 func TestRunWithRedisFlag(t *testing.T) {
 	addr := servertest.Redis(t) // first: its process waiter ends at cleanup, after the leak check
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	var out bytes.Buffer
-	if err := run(context.Background(), config{Redis: addr}, &out); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
-	text := out.String()
+	text := exampletest.Output(t, secrets(), func(ctx context.Context, out io.Writer) error { return run(ctx, config{Redis: addr}, out) })
 	if !strings.Contains(text, "using the Redis at "+addr) || strings.Contains(text, "killed") || !strings.Contains(text, "done") {
 		t.Errorf("output:\n%s\nwant the given Redis used, no outage step, and done", text)
 	}
+}
+
+// TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
+// temporary binary's path.
+func TestHelp(t *testing.T) {
+	exampletest.CheckHelp(t, command(new(config)))
 }

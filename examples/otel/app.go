@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,7 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/examples/internal/world"
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/statuspage"
@@ -31,10 +33,18 @@ type config struct {
 	Duration time.Duration // stop after this long; 0 runs until interrupted
 }
 
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:9464", "where to serve /metrics and /status (a loopback address)")
+	fs.IntVar(&cfg.Workers, "workers", 4, "concurrent request loops")
+	fs.DurationVar(&cfg.Interval, "interval", 200*time.Millisecond, "pause between one worker's requests")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (0: run until interrupted)")
+}
+
 // app is the running example: the world, the telemetry, the transport and the HTTP server.
 type app struct {
 	cfg    config
-	world  *world
+	world  *world.World
 	tel    *telemetry
 	tr     *transport.Transport
 	obs    *otelbreaker.Observer
@@ -83,13 +93,13 @@ func start(ctx context.Context, cfg config) (a *app, err error) {
 		otelbreaker.WithTracerProvider(a.tel.tracerProvider),
 		otelbreaker.WithMeterProvider(a.tel.meterProvider),
 		// Origins are 127.0.0.1:PORT here: label them by name instead.
-		otelbreaker.WithOriginLabel(a.world.originName),
+		otelbreaker.WithOriginLabel(originLabel(a.world)),
 	)
 	if err != nil {
 		return nil, err
 	}
 	p, err := pool.New(
-		pool.WithExits(a.world.exits...),
+		pool.WithExits(a.world.Exits...),
 		// Two exits carry traffic here; let two failing at once trip an origin's guard.
 		pool.WithOriginGuard(pool.OriginGuardSettings{MinExits: 2}),
 	)
@@ -139,7 +149,7 @@ func (a *app) addr() string { return a.ln.Addr().String() }
 // traffic runs the workers until ctx is done. Each sends GETs in turn to shop, busy, shop and
 // flaky, pausing cfg.Interval between requests.
 func (a *app) traffic(ctx context.Context) {
-	pages := []string{a.world.url(originShop), a.world.url(originBusy), a.world.url(originShop), a.world.url(originFlaky)}
+	pages := []string{pageURL(a.world, originShop), pageURL(a.world, originBusy), pageURL(a.world, originShop), pageURL(a.world, originFlaky)}
 	var wg sync.WaitGroup
 	for w := range a.cfg.Workers {
 		wg.Add(1)
@@ -195,12 +205,12 @@ func (a *app) status() string {
 	}
 	for _, p := range s.Pairs {
 		if p.Breaker.State != breaker.Closed {
-			openPairs = append(openPairs, p.Exit+"×"+a.world.originName(p.Origin)+" "+p.Breaker.State.String())
+			openPairs = append(openPairs, p.Exit+"×"+a.world.SiteName(p.Origin)+" "+p.Breaker.State.String())
 		}
 	}
 	for _, o := range s.Origins {
 		if o.Breaker.State != breaker.Closed {
-			down = append(down, a.world.originName(o.Origin)+" "+o.Breaker.State.String())
+			down = append(down, a.world.SiteName(o.Origin)+" "+o.Breaker.State.String())
 		}
 	}
 	return fmt.Sprintf("sent %d: ok %d, failed %d, refused %d | parked: %s | pairs out: %s | origins out: %s",
@@ -238,7 +248,7 @@ func (a *app) close() error {
 		cancel()
 	}
 	if a.world != nil {
-		errs = append(errs, a.world.close())
+		errs = append(errs, a.world.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -21,29 +21,27 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"time"
+
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
 )
+
+const about = `Starts proxies and small sites on 127.0.0.1 (nothing leaves the machine) and sends requests
+through proxybreaker with OpenTelemetry until interrupted: Prometheus metrics and the operator's
+status page are served on -listen, and traces go over OTLP/HTTP only when
+OTEL_EXPORTER_OTLP_ENDPOINT is set. dashboard.json beside the example is a Grafana dashboard over
+the metrics.`
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.Listen, "listen", "127.0.0.1:9464", "where to serve /metrics and /status (a loopback address)")
-	flag.IntVar(&cfg.Workers, "workers", 4, "concurrent request loops")
-	flag.DurationVar(&cfg.Interval, "interval", 200*time.Millisecond, "pause between one worker's requests")
-	flag.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (0: run until interrupted)")
-	flag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "otel:", err)
-		os.Exit(1)
-	}
+	cli.Main(command(&cfg), func(ctx context.Context) error { return run(ctx, cfg, os.Stdout) })
 }
+
+// command is the example's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("otel", about, cfg.flags) }
 
 // run starts the example, prints where to look, sends traffic until ctx is done or cfg.Duration
 // has passed, printing a status line every 5 s, and shuts everything down.

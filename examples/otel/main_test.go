@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/examples/internal/exampletest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 	"github.com/proxybreaker/proxybreaker/statuspage"
 )
@@ -64,12 +63,12 @@ func startApp(t *testing.T) *app {
 			}
 		}
 		for _, p := range s.Pairs {
-			if a.world.originName(p.Origin) == originBusy && p.Breaker.State == breaker.Open {
+			if a.world.SiteName(p.Origin) == originBusy && p.Breaker.State == breaker.Open {
 				busyOpen++
 			}
 		}
 		for _, o := range s.Origins {
-			flakyOpen = flakyOpen || (a.world.originName(o.Origin) == originFlaky && o.Breaker.State == breaker.Open)
+			flakyOpen = flakyOpen || (a.world.SiteName(o.Origin) == originFlaky && o.Breaker.State == breaker.Open)
 		}
 		return parked == 2 && busyOpen == 2 && flakyOpen
 	})
@@ -350,7 +349,7 @@ func TestStatusPage(t *testing.T) {
 // TestRun runs the program's main loop briefly: it prints where to look, says traces are not
 // exported, prints status lines without passwords, and leaves no goroutine behind.
 func TestRun(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	exampletest.CheckLeaks(t)
 	noOTLP(t)
 	var out bytes.Buffer
 	if err := run(context.Background(), config{Listen: "127.0.0.1:0", Workers: 2, Interval: 20 * time.Millisecond, Duration: 6 * time.Second}, &out); err != nil {
@@ -417,4 +416,10 @@ func TestOTLPExport(t *testing.T) {
 			t.Errorf("the exported traces hold password %q", s)
 		}
 	}
+}
+
+// TestHelp: -h says what the example shows and how it is run, not a bare "Usage of" and the
+// temporary binary's path.
+func TestHelp(t *testing.T) {
+	exampletest.CheckHelp(t, command(new(config)))
 }

@@ -1,42 +1,24 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 
-	"github.com/proxybreaker/proxybreaker/internal/proxytest"
-	"github.com/proxybreaker/proxybreaker/pool"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/examples/internal/world"
 )
 
-// The example's exits: two healthy proxies, one that rejects the exit's password (407: parked) and
-// one where nothing listens (connection refused: parked).
-var exitSpecs = []struct {
-	name, user, pass, wrongPass string
-	dead                        bool
-}{
-	{name: "dc-1", user: "dc1", pass: "dc1-0tel-s3cret"},
-	{name: "dc-2"},
-	{name: "auth-bad", user: "bob", pass: "bob-right-pw", wrongPass: "bob-wr0ng-pw"},
-	{name: "dead", dead: true},
+// exitSpecs are the example's exits: two healthy proxies, one that rejects the exit's password
+// (407: parked) and one where nothing listens (connection refused: parked).
+var exitSpecs = []world.ExitSpec{
+	{Name: "dc-1", User: "dc1", Pass: "dc1-0tel-s3cret"},
+	{Name: "dc-2"},
+	{Name: "auth-bad", User: "bob", Pass: "bob-right-pw", WrongPass: "bob-wr0ng-pw"},
+	{Name: "dead", Dead: true},
 }
 
 // secrets returns every password the example's proxies and exits hold: none may be exported.
-func secrets() []string {
-	var s []string
-	for _, sp := range exitSpecs {
-		for _, p := range []string{sp.pass, sp.wrongPass} {
-			if p != "" {
-				s = append(s, p)
-			}
-		}
-	}
-	return s
-}
+func secrets() []string { return world.Secrets(exitSpecs) }
 
 // The example's origins and how they answer, whichever exit carries the request.
 const (
@@ -48,53 +30,15 @@ const (
 // busyRetryAfter is the Retry-After busy sends, in seconds.
 const busyRetryAfter = 30
 
-// world is the proxies, the origins and the exits that point at the proxies, all on 127.0.0.1.
-type world struct {
-	proxies []*proxytest.Proxy
-	exits   []*pool.Exit
-	origins map[string]*httptest.Server // by name
-	names   map[string]string           // origin name by origin key
-}
-
-// startWorld starts the proxies and origins. On error it closes whatever it started.
-func startWorld() (w *world, err error) {
-	w = &world{origins: map[string]*httptest.Server{}, names: map[string]string{}}
-	defer func() {
-		if err != nil {
-			w.close()
-		}
-	}()
-	reg := &proxytest.Registry{}
+// startWorld starts the origins, then the proxies. On error it closes whatever it started.
+func startWorld() (*world.World, error) {
+	w := world.New()
 	for _, name := range []string{originShop, originBusy, originFlaky} {
-		srv := httptest.NewServer(originHandler(name))
-		w.origins[name] = srv
-		u, _ := url.Parse(srv.URL)
-		w.names[transport.OriginHost(u)] = name
+		w.AddSite(name, originHandler(name))
 	}
-	for _, sp := range exitSpecs {
-		var u *url.URL
-		if sp.dead {
-			addr, err := proxytest.ClosedAddr()
-			if err != nil {
-				return nil, err
-			}
-			u = &url.URL{Scheme: "http", Host: addr}
-		} else {
-			p, err := proxytest.Start(proxytest.Config{Name: sp.name, Registry: reg, User: sp.user, Pass: sp.pass})
-			if err != nil {
-				return nil, fmt.Errorf("proxy %s: %w", sp.name, err)
-			}
-			w.proxies = append(w.proxies, p)
-			u = p.URL()
-			if sp.wrongPass != "" {
-				u = p.URLWithCredentials(sp.user, sp.wrongPass)
-			}
-		}
-		e, err := pool.NewExit(u)
-		if err != nil {
-			return nil, err
-		}
-		w.exits = append(w.exits, e.WithLabel(sp.name))
+	if _, err := w.StartExits(exitSpecs...); err != nil {
+		w.Close()
+		return nil, err
 	}
 	return w, nil
 }
@@ -113,26 +57,16 @@ func originHandler(name string) http.Handler {
 	})
 }
 
-// url returns the URL of a page on the named origin.
-func (w *world) url(name string) string { return w.origins[name].URL + "/page" }
+// pageURL returns the URL of a page on the named origin.
+func pageURL(w *world.World, name string) string { return w.Site(name).URL + "/page" }
 
-// originName is the metric label of an origin key: the origin's name ("shop") rather than its
+// originLabel is the metric label of an origin key: the origin's name ("shop") rather than its
 // 127.0.0.1:PORT, and "other" for anything else.
-func (w *world) originName(key string) string {
-	if n, ok := w.names[key]; ok {
-		return n
+func originLabel(w *world.World) func(key string) string {
+	return func(key string) string {
+		if w.IsSite(key) {
+			return w.SiteName(key)
+		}
+		return "other"
 	}
-	return "other"
-}
-
-// close stops the origins and the proxies.
-func (w *world) close() error {
-	var errs []error
-	for _, o := range w.origins {
-		o.Close()
-	}
-	for _, p := range w.proxies {
-		errs = append(errs, p.Close())
-	}
-	return errors.Join(errs...)
 }

@@ -7,8 +7,8 @@
 //	http.Client → transport.Transport → pool.Pool picks an exit → proxytest proxy → shop on 127.0.0.1
 //
 // Everything runs on 127.0.0.1: six in-process forward proxies and a small shop that answers 429
-// (Retry-After: 60) to requests through res-2. Run it with `go run ./examples/reload`; it takes
-// well under a second.
+// (Retry-After: 60) to requests through res-2. Run it with `go run ./examples/reload`; -h lists
+// the flags. It takes about two seconds.
 package main
 
 import (
@@ -18,36 +18,44 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
+	"github.com/proxybreaker/proxybreaker/examples/internal/tally"
+	"github.com/proxybreaker/proxybreaker/examples/internal/world"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
+const about = `Starts proxies and a small shop on 127.0.0.1 (nothing leaves the machine) and edits the
+crawler's proxy-list file while its requests flow: a pool.Reloader syncs the pool with the new
+list, exits whose lines did not change keep their breakers (a pair the shop rate-limited stays
+OPEN with the same window), and a proxy whose password was fixed starts afresh and serves at once.`
+
 func main() {
 	var cfg config
-	flag.IntVar(&cfg.Requests, "requests", 60, "how many requests each phase sends")
-	flag.DurationVar(&cfg.Interval, "interval", 50*time.Millisecond, "how often the reloader looks at the list")
-	flag.Parse()
-	if _, err := run(os.Stdout, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "reload:", err)
-		os.Exit(1)
-	}
+	cli.Main(command(&cfg), func(ctx context.Context) error { return cli.ErrorOf(run(ctx, os.Stdout, cfg)) })
 }
+
+// command is the example's command line, its flags bound to cfg.
+func command(cfg *config) *cli.Command { return cli.New("reload", about, cfg.flags) }
 
 // config is what the flags set.
 type config struct {
 	Requests int
 	Interval time.Duration
+}
+
+// flags defines the flags that set cfg.
+func (cfg *config) flags(fs *flag.FlagSet) {
+	fs.IntVar(&cfg.Requests, "requests", 60, "how many requests each phase sends")
+	fs.DurationVar(&cfg.Interval, "interval", 50*time.Millisecond, "how often the reloader looks at the list")
 }
 
 // result is what a run came to, for the test.
@@ -61,7 +69,6 @@ type result struct {
 	DuringEdit   int              // requests answered while the list was being edited
 	After        map[string]int   // requests per proxy after the reload
 	FailedAfter  int              // requests after the reload that got an error or no 200
-	Passwords    []string         // every password in the lists, to check the output shows none
 	OriginKey    string
 	ReloadErrors []error
 }
@@ -84,49 +91,39 @@ const (
 `
 )
 
-func run(out io.Writer, cfg config) (result, error) {
+// run plays the example, printing to out; its requests end when ctx does.
+func run(ctx context.Context, out io.Writer, cfg config) (result, error) {
 	res := result{After: map[string]int{}}
 	if cfg.Requests <= 0 || cfg.Interval <= 0 {
 		return res, fmt.Errorf("-requests and -interval must be positive")
 	}
 
 	// The shop: it tells which proxy carried each request, and rate-limits res-2.
-	reg := &proxytest.Registry{}
-	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		via, _ := reg.Lookup(r)
+	w := world.New()
+	defer w.Close()
+	shop := w.AddSite("shop", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		via, _ := w.Registry.Lookup(r)
 		if via == "res-2" {
-			w.Header().Set("Retry-After", "60")
-			http.Error(w, "slow down", http.StatusTooManyRequests)
+			rw.Header().Set("Retry-After", "60")
+			http.Error(rw, "slow down", http.StatusTooManyRequests)
 			return
 		}
-		fmt.Fprintf(w, "item via %s", via)
+		fmt.Fprintf(rw, "item via %s", via)
 	}))
-	defer shop.Close()
-
-	proxies := map[string]*proxytest.Proxy{}
-	defer func() {
-		for _, p := range proxies {
-			p.Close()
-		}
-	}()
-	for _, name := range []string{"dc-1", "dc-2", "res-2", "auth", "old-1", "dc-3"} {
-		c := proxytest.Config{Name: name, Registry: reg}
-		if name == "auth" {
-			c.User, c.Pass = "crawler", "right-pass"
-		}
-		p, err := proxytest.Start(c)
-		if err != nil {
-			return res, err
-		}
-		proxies[name] = p
+	exits, err := w.StartExits(
+		world.ExitSpec{Name: "dc-1"}, world.ExitSpec{Name: "dc-2"}, world.ExitSpec{Name: "res-2"},
+		world.ExitSpec{Name: "auth", User: "crawler", Pass: rightPass, WrongPass: wrongPass},
+		world.ExitSpec{Name: "old-1"}, world.ExitSpec{Name: "dc-3"},
+	)
+	if err != nil {
+		return res, err
 	}
-	urls := []any{
-		proxies["dc-1"].URL(), proxies["dc-2"].URL(), proxies["res-2"].URL(),
-		proxies["auth"].URLWithCredentials("crawler", "wrong-pass"),
-		proxies["old-1"].URL(), proxies["dc-3"].URL(),
-		proxies["auth"].URLWithCredentials("crawler", "right-pass"),
+	// The lists' URLs, %[1]s to %[7]s: each exit's, then auth's proxy with the right password.
+	var urls []any
+	for _, e := range exits {
+		urls = append(urls, e.ProxyURL())
 	}
-	res.Passwords = []string{"wrong-pass", "right-pass"}
+	urls = append(urls, w.Proxy("auth").URLWithCredentials("crawler", rightPass))
 
 	dir, err := os.MkdirTemp("", "proxybreaker-reload")
 	if err != nil {
@@ -176,9 +173,9 @@ func run(out io.Writer, cfg config) (result, error) {
 	}
 	<-changed
 	fmt.Fprintf(out, "loaded %s: %s (%s)\n", filepath.Base(path), strings.Join(labelsOf(p), ", "), loaded)
-	ctx, cancel := context.WithCancel(context.Background())
+	reloading, cancel := context.WithCancel(ctx)
 	runDone := make(chan error, 1)
-	go func() { runDone <- r.Run(ctx) }()
+	go func() { runDone <- r.Run(reloading) }()
 	defer func() {
 		cancel()
 		<-runDone
@@ -194,14 +191,14 @@ func run(out io.Writer, cfg config) (result, error) {
 	// Phase 1: the shop rate-limits res-2, and auth's proxy refuses its password.
 	fmt.Fprintln(out, "\n1. requests flow; the shop answers 429 through res-2, auth's proxy answers 407")
 	for _, label := range []string{"res-2", "auth"} {
-		status, _, err := get(transport.ContextWithExit(context.Background(), label), client, shop.URL)
+		status, _, err := get(transport.ContextWithExit(ctx, label), client, shop.URL)
 		if err != nil {
 			return res, err
 		}
 		fmt.Fprintf(out, "   GET through %s: %d\n", label, status)
 	}
-	n1 := load(client, shop.URL, cfg.Requests, 4, nil)
-	fmt.Fprintf(out, "   %d more requests: %s\n", total(n1), describe(n1))
+	n1 := load(ctx, client, shop.URL, cfg.Requests, 4, nil)
+	fmt.Fprintf(out, "   %d more requests: %s\n", total(n1), tally.Line(n1, "%s ×%d"))
 	snap := p.Snapshot()
 	pair, ok := pairOf(snap, "res-2")
 	if !ok {
@@ -218,7 +215,7 @@ func run(out io.Writer, cfg config) (result, error) {
 	fmt.Fprintln(out, "\n2. the list is edited while requests flow: dc-2 weight 3, auth's password fixed, dc-3 added, old-1 dropped")
 	stop := make(chan struct{})
 	during := make(chan map[string]int, 1)
-	go func() { during <- load(client, shop.URL, maxDuringEdit, 4, stop) }()
+	go func() { during <- load(ctx, client, shop.URL, maxDuringEdit, 4, stop) }()
 	if err := writeList(path, fmt.Sprintf(listAfter, urls...)); err != nil {
 		close(stop)
 		<-during
@@ -237,7 +234,7 @@ func run(out io.Writer, cfg config) (result, error) {
 	res.Reload = ev.Result
 	res.DuringEdit = total(n2)
 	fmt.Fprintf(out, "   reloaded: %s\n", ev.Result)
-	fmt.Fprintf(out, "   %d requests answered meanwhile: %s\n", total(n2), describe(n2))
+	fmt.Fprintf(out, "   %d requests answered meanwhile: %s\n", total(n2), tally.Line(n2, "%s ×%d"))
 	fmt.Fprintf(out, "   exits: %s\n", strings.Join(labelsOf(p), ", "))
 
 	snap = p.Snapshot()
@@ -254,19 +251,25 @@ func run(out io.Writer, cfg config) (result, error) {
 
 	// Phase 3: the new list serves.
 	fmt.Fprintln(out, "\n3. after the reload")
-	res.After = load(client, shop.URL, cfg.Requests, 4, nil)
+	res.After = load(ctx, client, shop.URL, cfg.Requests, 4, nil)
 	for via, n := range res.After {
 		if !strings.HasPrefix(via, "200 ") {
 			res.FailedAfter += n
 		}
 	}
-	fmt.Fprintf(out, "   %d requests: %s\n", total(res.After), describe(res.After))
+	fmt.Fprintf(out, "   %d requests: %s\n", total(res.After), tally.Line(res.After, "%s ×%d"))
 	mu.Lock()
 	res.ReloadErrors = slices.Clone(reloadErrs)
 	mu.Unlock()
 	fmt.Fprintln(out, "done")
 	return res, nil
 }
+
+// auth's password before the edit (wrong: its proxy answers 407) and after (fixed).
+const (
+	wrongPass = "wrong-pass"
+	rightPass = "right-pass"
+)
 
 // maxDuringEdit bounds the requests sent while the reloader has not yet noticed the edit.
 const maxDuringEdit = 20_000
@@ -300,9 +303,9 @@ func get(ctx context.Context, c *http.Client, url string) (int, string, error) {
 	return resp.StatusCode, via, nil
 }
 
-// load sends up to n GETs from workers goroutines, until stop is closed (if not nil), and counts
-// the outcomes as "STATUS via EXIT" or "error".
-func load(c *http.Client, url string, n, workers int, stop <-chan struct{}) map[string]int {
+// load sends up to n GETs from workers goroutines, until stop is closed (if not nil) or ctx ends,
+// and counts the outcomes as "STATUS via EXIT" or "error".
+func load(ctx context.Context, c *http.Client, url string, n, workers int, stop <-chan struct{}) map[string]int {
 	var mu sync.Mutex
 	counts := map[string]int{}
 	var sent sync.WaitGroup
@@ -314,13 +317,15 @@ func load(c *http.Client, url string, n, workers int, stop <-chan struct{}) map[
 			case next <- struct{}{}:
 			case <-stop:
 				return
+			case <-ctx.Done():
+				return
 			}
 		}
 	}()
 	for range workers {
 		sent.Go(func() {
 			for range next {
-				status, via, err := get(context.Background(), c, url)
+				status, via, err := get(ctx, c, url)
 				key := fmt.Sprintf("%d via %s", status, via)
 				if err != nil {
 					key = "error"
@@ -341,20 +346,6 @@ func total(counts map[string]int) int {
 		n += c
 	}
 	return n
-}
-
-// describe lists counts as "200 via dc-1 ×12, …", sorted.
-func describe(counts map[string]int) string {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s ×%d", k, counts[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 func labelsOf(p *pool.Pool) []string {

@@ -7,8 +7,10 @@
 //  2. One exit, which the site answers 429 with Retry-After: the retry finds no exit ready and
 //     waits exactly until the soonest probe, then succeeds.
 //
-//  3. A pool whose every exit has a wrong password: each is tried once, and the client stops at
-//     once with a clear error, which errors.As sees through retryablehttp's wrapping.
+//  3. A pool whose every exit has a wrong password: each is tried once, the next attempt is
+//     refused by the pool with no exit left, and the client stops at once with a clear error,
+//     which errors.As sees through retryablehttp's wrapping. Three exits make four attempts, as
+//     retryablehttp counts them: the refused one is an attempt too.
 //
 //     retryablehttp.Client → CheckRetry / Backoff / PrepareRetry (package retry)
 //     → http.Client → transport.Transport → pool.Pool picks an exit → proxytest proxy → httptest site
@@ -17,7 +19,7 @@
 // what the request's attempts share — the exits that failed it (the pool steers around them),
 // its failed attempts and the instant the next may go (the retry policy notes them).
 //
-// Run it with `go run ./examples/retryablehttp`. A run takes about three seconds.
+// Run it with `go run ./examples/retryablehttp`; -h lists the flags. A run takes about five seconds.
 package main
 
 import (
@@ -27,8 +29,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -38,19 +38,29 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/examples/internal/cli"
+	"github.com/proxybreaker/proxybreaker/examples/internal/world"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
+const about = `Starts proxies and a small site on 127.0.0.1 (nothing leaves the machine) and plays three
+scenes with a go-retryablehttp client over proxybreaker's transport and the retry package's
+hooks: retries moving to exits that have not failed the request, a retry waiting exactly for the
+soonest probe after a 429, and a pool whose every exit refuses its password stopped at once with a
+clear error.`
+
 func main() {
-	requests := flag.Int("requests", 8, "how many requests scene 1 sends")
-	flag.Parse()
-	if err := run(os.Stdout, *requests); err != nil {
-		fmt.Fprintln(os.Stderr, "retryablehttp:", err)
-		os.Exit(1)
-	}
+	var requests int
+	cli.Main(command(&requests), func(ctx context.Context) error { return cli.ErrorOf(runScenes(ctx, os.Stdout, requests)) })
+}
+
+// command is the example's command line, its flag bound to requests.
+func command(requests *int) *cli.Command {
+	return cli.New("retryablehttp", about, func(fs *flag.FlagSet) {
+		fs.IntVar(requests, "requests", 8, "how many requests scene 1 sends")
+	})
 }
 
 // result is what a run came to, for the test.
@@ -60,22 +70,20 @@ type result struct {
 	Scene2Wait     time.Duration // how long scene 2's retry waited for the soonest probe
 	Scene2Probe    time.Duration // the soonest probe the transport reported
 	Scene3Err      error
-	Scene3Attempts int
+	Scene3Attempts int // the client's attempts in scene 3, the one the pool refused included
+	Scene3Sent     int // those of them that reached a proxy (each answered 407)
 }
 
-func run(out io.Writer, requests int) error {
-	_, err := runScenes(out, requests)
-	return err
-}
-
-// runScenes plays the three scenes, printing to out, and returns what they came to.
-func runScenes(out io.Writer, requests int) (result, error) {
+// runScenes plays the three scenes, printing to out, and returns what they came to. Its requests
+// end when ctx does.
+func runScenes(ctx context.Context, out io.Writer, requests int) (result, error) {
 	var res result
-	reg := &proxytest.Registry{}
+	wld := world.New()
+	defer wld.Close()
 	var alone atomic.Int32 // requests through res-capped-alone
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	site := wld.AddSite("site", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The site rate-limits two exits: res-capped always, res-capped-alone on its first request.
-		via, _ := reg.Lookup(r)
+		via, _ := wld.Registry.Lookup(r)
 		if via == "res-capped" || (via == "res-capped-alone" && alone.Add(1) == 1) {
 			w.Header().Set("Retry-After", "2")
 			http.Error(w, "too many requests", http.StatusTooManyRequests)
@@ -83,23 +91,21 @@ func runScenes(out io.Writer, requests int) (result, error) {
 		}
 		fmt.Fprintf(w, "item %s via %s", strings.TrimPrefix(r.URL.Path, "/item/"), via)
 	}))
-	defer site.Close()
 	fmt.Fprintf(out, "site %s\n", site.URL)
 
 	// Scene 1.
 	fmt.Fprintln(out, "\n1. retries move to exits that have not failed the request")
-	w1, err := startExits(reg, []spec{
-		{name: "dc-1"}, {name: "dc-2"},
-		{name: "res-capped"},
-		{name: "auth-bad", user: "bob", wrongPass: true},
-		{name: "dead", dead: true},
-	})
+	exits1, err := wld.StartExits(
+		world.ExitSpec{Name: "dc-1"}, world.ExitSpec{Name: "dc-2"},
+		world.ExitSpec{Name: "res-capped"},
+		withWrongPass("auth-bad", "bob"),
+		world.ExitSpec{Name: "dead", Dead: true},
+	)
 	if err != nil {
 		return res, err
 	}
-	defer w1.close()
 	obs := &attempts{byReq: map[int][]string{}}
-	p1, err := pool.New(pool.WithExits(w1.exits...))
+	p1, err := pool.New(pool.WithExits(exits1...))
 	if err != nil {
 		return res, err
 	}
@@ -113,7 +119,7 @@ func runScenes(out io.Writer, requests int) (result, error) {
 		return res, err
 	}
 	for i := range requests {
-		ctx := context.WithValue(transport.ContextWithRetries(context.Background()), reqKey{}, i)
+		ctx := context.WithValue(transport.ContextWithRetries(ctx), reqKey{}, i)
 		body, exit, err := get(ctx, c1, fmt.Sprintf("%s/item/%d", site.URL, i))
 		tried := obs.of(i)
 		if err != nil {
@@ -135,12 +141,11 @@ func runScenes(out io.Writer, requests int) (result, error) {
 
 	// Scene 2.
 	fmt.Fprintln(out, "\n2. no exit ready: the retry waits for the soonest probe")
-	w2, err := startExits(reg, []spec{{name: "res-capped-alone"}})
+	exits2, err := wld.StartExits(world.ExitSpec{Name: "res-capped-alone"})
 	if err != nil {
 		return res, err
 	}
-	defer w2.close()
-	p2, err := pool.New(pool.WithExits(w2.exits...),
+	p2, err := pool.New(pool.WithExits(exits2...),
 		// A short base cooldown, so that the Retry-After (2 s) sets the OPEN window.
 		pool.WithPairSettings(breaker.Settings{BaseCooldown: 500 * time.Millisecond}))
 	if err != nil {
@@ -175,7 +180,7 @@ func runScenes(out io.Writer, requests int) (result, error) {
 		return policy2.CheckRetry(ctx, resp, err)
 	}
 	start := time.Now()
-	body, _, err := get(transport.ContextWithRetries(context.Background()), c2, site.URL+"/item/42")
+	body, _, err := get(transport.ContextWithRetries(ctx), c2, site.URL+"/item/42")
 	if err != nil {
 		return res, fmt.Errorf("scene 2: %w", err)
 	}
@@ -185,16 +190,12 @@ func runScenes(out io.Writer, requests int) (result, error) {
 
 	// Scene 3.
 	fmt.Fprintln(out, "\n3. every exit refuses its credentials (407): stop at once, with a clear error")
-	w3, err := startExits(reg, []spec{
-		{name: "bad-1", user: "alice", wrongPass: true},
-		{name: "bad-2", user: "bob", wrongPass: true},
-		{name: "bad-3", user: "carol", wrongPass: true},
-	})
+	bad := []world.ExitSpec{withWrongPass("bad-1", "alice"), withWrongPass("bad-2", "bob"), withWrongPass("bad-3", "carol")}
+	exits3, err := wld.StartExits(bad...)
 	if err != nil {
 		return res, err
 	}
-	defer w3.close()
-	p3, err := pool.New(pool.WithExits(w3.exits...))
+	p3, err := pool.New(pool.WithExits(exits3...))
 	if err != nil {
 		return res, err
 	}
@@ -208,13 +209,16 @@ func runScenes(out io.Writer, requests int) (result, error) {
 		return res, err
 	}
 	c3.RetryMax = 10
+	c3.RequestLogHook = func(_ retryablehttp.Logger, _ *http.Request, _ int) { res.Scene3Attempts++ }
 	start = time.Now()
-	_, _, err = get(transport.ContextWithRetries(context.Background()), c3, site.URL+"/item/7")
+	_, _, err = get(transport.ContextWithRetries(ctx), c3, site.URL+"/item/7")
 	res.Scene3Err = err
-	for _, p := range w3.proxies {
-		res.Scene3Attempts += int(p.Rejected())
+	for _, sp := range bad {
+		res.Scene3Sent += int(wld.Proxy(sp.Name).Rejected())
 	}
-	fmt.Fprintf(out, "   after %v and %d attempts:\n   %v\n", time.Since(start).Round(time.Millisecond), res.Scene3Attempts, err)
+	// retryablehttp counts every attempt, the one the pool refused before sending it included.
+	fmt.Fprintf(out, "   after %v and %d attempts (%d through the exits, each answered 407; %d refused by the pool, no exit being left):\n   %v\n",
+		time.Since(start).Round(time.Millisecond), res.Scene3Attempts, res.Scene3Sent, res.Scene3Attempts-res.Scene3Sent, err)
 	var giveUp *retry.GiveUpError
 	var noExit *pool.NoHealthyExitError
 	if errors.As(err, &giveUp) && errors.As(err, &noExit) {
@@ -293,65 +297,8 @@ func (a *attempts) described(id int) []string {
 	return append([]string(nil), a.desc[id]...)
 }
 
-// spec is one proxy and the exit that dials it.
-type spec struct {
-	name      string
-	user      string
-	wrongPass bool
-	dead      bool
-}
-
-type exits struct {
-	proxies []*proxytest.Proxy
-	exits   []*pool.Exit
-}
-
-// startExits starts a proxy per spec, registered with reg (none for dead ones), and labels the
-// exits with the specs' names. Dead exits get their closed addresses last, so that no proxy
-// started here is handed the same port.
-func startExits(reg *proxytest.Registry, specs []spec) (*exits, error) {
-	x := &exits{}
-	urls := make([]*url.URL, len(specs))
-	for i, s := range specs {
-		if s.dead {
-			continue
-		}
-		cfg := proxytest.Config{Name: s.name, Registry: reg}
-		if s.user != "" {
-			cfg.User, cfg.Pass = s.user, "right-"+s.user
-		}
-		p, err := proxytest.Start(cfg)
-		if err != nil {
-			x.close()
-			return nil, err
-		}
-		x.proxies = append(x.proxies, p)
-		urls[i] = p.URL()
-		if s.wrongPass {
-			urls[i] = p.URLWithCredentials(s.user, "wrong-"+s.user)
-		}
-	}
-	for i, s := range specs {
-		if s.dead {
-			addr, err := proxytest.ClosedAddr()
-			if err != nil {
-				x.close()
-				return nil, err
-			}
-			urls[i] = &url.URL{Scheme: "http", Host: addr}
-		}
-		e, err := pool.NewExit(urls[i])
-		if err != nil {
-			x.close()
-			return nil, err
-		}
-		x.exits = append(x.exits, e.WithLabel(s.name))
-	}
-	return x, nil
-}
-
-func (x *exits) close() {
-	for _, p := range x.proxies {
-		p.Close()
-	}
+// withWrongPass is an exit whose proxy demands user's password, "right-"+user, and which dials
+// with "wrong-"+user: the proxy answers 407.
+func withWrongPass(name, user string) world.ExitSpec {
+	return world.ExitSpec{Name: name, User: user, Pass: "right-" + user, WrongPass: "wrong-" + user}
 }

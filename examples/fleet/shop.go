@@ -1,18 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/proxybreaker/proxybreaker/internal/proxytest"
-	"github.com/proxybreaker/proxybreaker/pool"
-	"github.com/proxybreaker/proxybreaker/transport"
+	"github.com/proxybreaker/proxybreaker/examples/internal/world"
 )
 
 // The example's exits: forward proxies on 127.0.0.1. bad-auth demands credentials its exit gets
@@ -25,12 +20,25 @@ const (
 	retryAfter = 2 // seconds, in the shop's 429s
 )
 
-// world is the proxies and the shop.
-type world struct {
-	reg     *proxytest.Registry
-	proxies []*proxytest.Proxy
-	exits   []*pool.Exit
-	shop    *httptest.Server
+// exitSpecs are the exits of exitNames: open proxies, but for bad-auth's.
+func exitSpecs() []world.ExitSpec {
+	specs := make([]world.ExitSpec, len(exitNames))
+	for i, name := range exitNames {
+		specs[i] = world.ExitSpec{Name: name}
+		if name == badExit {
+			specs[i].User, specs[i].Pass, specs[i].WrongPass = "fleet", "right-password", "wrong-password"
+		}
+	}
+	return specs
+}
+
+// secrets are the exits' passwords, none of which may be printed.
+func secrets() []string { return world.Secrets(exitSpecs()) }
+
+// shop is the example's world of proxies and a small shop, and what the shop saw.
+type shop struct {
+	*world.World
+	site    *world.Site
 	shopURL string
 
 	banned  atomic.Bool
@@ -40,42 +48,22 @@ type world struct {
 	arrived []time.Time    // when each request through res-2 arrived, while slow
 }
 
-func startWorld() (w *world, err error) {
-	w = &world{reg: &proxytest.Registry{}, byProxy: map[string]int{}}
-	defer func() {
-		if err != nil {
-			w.close()
-		}
-	}()
-	for _, name := range exitNames {
-		cfg := proxytest.Config{Name: name, Registry: w.reg}
-		if name == badExit {
-			cfg.User, cfg.Pass = "fleet", "right-password"
-		}
-		p, err := proxytest.Start(cfg)
-		if err != nil {
-			return nil, err
-		}
-		w.proxies = append(w.proxies, p)
-		u := p.URL()
-		if name == badExit {
-			u = p.URLWithCredentials("fleet", "wrong-password")
-		}
-		e, err := pool.NewExit(u)
-		if err != nil {
-			return nil, err
-		}
-		w.exits = append(w.exits, e.WithLabel(name))
-	}
+// startShop starts the shop and the proxies. On error it closes whatever it started.
+func startShop() (w *shop, err error) {
+	w = &shop{World: world.New(), byProxy: map[string]int{}}
 	w.banned.Store(true)
-	w.shop = httptest.NewServer(w)
-	w.shopURL = w.shop.URL + "/items"
+	w.site = w.AddSite("shop", w)
+	w.shopURL = w.site.URL + "/items"
+	if _, err := w.StartExits(exitSpecs()...); err != nil {
+		w.Close()
+		return nil, err
+	}
 	return w, nil
 }
 
 // ServeHTTP is the shop: 429 with Retry-After for res-2 while it is banned, 200 otherwise.
-func (w *world) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	via, _ := w.reg.Lookup(r)
+func (w *shop) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	via, _ := w.Registry.Lookup(r)
 	slow := via == bannedExit && w.slow.Load()
 	w.mu.Lock()
 	w.byProxy[via]++
@@ -95,14 +83,14 @@ func (w *world) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 }
 
 // served returns how many requests through proxy the shop has seen.
-func (w *world) served(proxy string) int {
+func (w *shop) served(proxy string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.byProxy[proxy]
 }
 
 // arrivedBefore returns how many requests through res-2 arrived, while the shop was slow, before t.
-func (w *world) arrivedBefore(t time.Time) int {
+func (w *shop) arrivedBefore(t time.Time) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := 0
@@ -114,19 +102,5 @@ func (w *world) arrivedBefore(t time.Time) int {
 	return n
 }
 
-func (w *world) close() error {
-	if w.shop != nil {
-		w.shop.Close()
-	}
-	var errs []error
-	for _, p := range w.proxies {
-		errs = append(errs, p.Close())
-	}
-	return errors.Join(errs...)
-}
-
 // shopHost is the shop's origin key, as the transport names it.
-func (w *world) shopHost() string {
-	u, _ := url.Parse(w.shopURL)
-	return transport.OriginHost(u)
-}
+func (w *shop) shopHost() string { return w.site.Key }
