@@ -37,8 +37,11 @@ type Selection uint8
 
 // The selection strategies.
 const (
-	// LeastLoaded draws two ready exits at random and takes the one with fewer leases out (power
-	// of two choices): a slow or hanging exit accumulates leases and is drawn less. The default.
+	// LeastLoaded draws two distinct ready exits at random and takes the one with the lower
+	// expected latency × (attempts in flight for the origin + 1) — power of two choices with
+	// Finagle's peak-EWMA cost, per (exit, origin): an exit that answers a site several times
+	// slower than its others is left out for that site but for a trickle, and a hanging one
+	// accumulates leases and is drawn less (see latency.go). The default.
 	LeastLoaded Selection = iota
 	// Random takes a ready exit uniformly at random (by weight).
 	Random
