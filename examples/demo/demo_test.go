@@ -70,8 +70,12 @@ func checkRun(t *testing.T, cfg config, s summary, text string) {
 			pairTrips += h.Trips
 		}
 	}
-	if hang.Wide.Trips == 0 && pairTrips == 0 {
-		t.Errorf("hang: exit breaker trips = 0 and pair trips = 0, want it taken out")
+	// Taken out either way: a breaker opened, or the pick left it out after its first timeouts
+	// (a timeout is the slowest answer a site has seen through any exit: latency-aware selection
+	// then sends it only a trickle, at most a couple for each of the three origins in a run this
+	// short).
+	if n := hang.Failed[pool.ClassTimeout]; hang.Wide.Trips == 0 && pairTrips == 0 && n > 2*3 {
+		t.Errorf("hang: %d timeouts with no breaker opened, want it taken out (a breaker, or at most %d timeouts, two per origin)", n, 2*3)
 	}
 
 	refused := s.RefusedNoExit + s.RefusedOrigin

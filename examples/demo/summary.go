@@ -248,7 +248,8 @@ func explain(s summary) []string {
 		}
 		switch {
 		case hang.Wide.Trips == 0 && pairTrips == 0:
-			how = "too few in this short run to trip a breaker"
+			how = "after its first timeout for a site the pick left it out there (the slowest answer that site had seen, " +
+				"so a worse bet than any other exit), too few in all to trip a breaker; it gets a trickle, to see whether it recovered"
 		case hang.Wide.Trips > 0:
 			how = fmt.Sprintf("once %d had piled up within %v its own exit breaker opened for every origin at once, "+
 				"and it was probed after %s instead of being waited on", pool.DefaultExitSettings().FailureThreshold, window, waits(hang.Wide.Waits))
