@@ -197,7 +197,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (result, error) {
 		}
 		fmt.Fprintf(out, "   GET through %s: %d\n", label, status)
 	}
-	n1 := load(ctx, client, shop.URL, cfg.Requests, 4, nil)
+	n1 := load(ctx, client, shop.URL, cfg.Requests, 4, nil, nil)
 	fmt.Fprintf(out, "   %d more requests: %s\n", total(n1), tally.Line(n1, "%s ×%d"))
 	snap := p.Snapshot()
 	pair, ok := pairOf(snap, "res-2")
@@ -215,7 +215,12 @@ func run(ctx context.Context, out io.Writer, cfg config) (result, error) {
 	fmt.Fprintln(out, "\n2. the list is edited while requests flow: dc-2 weight 3, auth's password fixed, dc-3 added, old-1 dropped")
 	stop := make(chan struct{})
 	during := make(chan map[string]int, 1)
-	go func() { during <- load(ctx, client, shop.URL, maxDuringEdit, 4, stop) }()
+	answered := make(chan struct{})
+	go func() { during <- load(ctx, client, shop.URL, maxDuringEdit, 4, stop, answered) }()
+	select { // the list is edited while requests flow: once one has been answered
+	case <-answered:
+	case <-time.After(30 * time.Second):
+	}
 	if err := writeList(path, fmt.Sprintf(listAfter, urls...)); err != nil {
 		close(stop)
 		<-during
@@ -251,7 +256,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (result, error) {
 
 	// Phase 3: the new list serves.
 	fmt.Fprintln(out, "\n3. after the reload")
-	res.After = load(ctx, client, shop.URL, cfg.Requests, 4, nil)
+	res.After = load(ctx, client, shop.URL, cfg.Requests, 4, nil, nil)
 	for via, n := range res.After {
 		if !strings.HasPrefix(via, "200 ") {
 			res.FailedAfter += n
@@ -304,9 +309,11 @@ func get(ctx context.Context, c *http.Client, url string) (int, string, error) {
 }
 
 // load sends up to n GETs from workers goroutines, until stop is closed (if not nil) or ctx ends,
-// and counts the outcomes as "STATUS via EXIT" or "error".
-func load(ctx context.Context, c *http.Client, url string, n, workers int, stop <-chan struct{}) map[string]int {
+// and counts the outcomes as "STATUS via EXIT" or "error". answered, if not nil, is closed once the
+// first request has been answered.
+func load(ctx context.Context, c *http.Client, url string, n, workers int, stop <-chan struct{}, answered chan<- struct{}) map[string]int {
 	var mu sync.Mutex
+	var once sync.Once
 	counts := map[string]int{}
 	var sent sync.WaitGroup
 	next := make(chan struct{})
@@ -333,6 +340,9 @@ func load(ctx context.Context, c *http.Client, url string, n, workers int, stop 
 				mu.Lock()
 				counts[key]++
 				mu.Unlock()
+				if answered != nil {
+					once.Do(func() { close(answered) })
+				}
 			}
 		})
 	}
