@@ -22,15 +22,23 @@ var ErrThrottled = errors.New("pool: throttled")
 // NoHealthyExitError says that no exit could take a request for Origin, and how long until the
 // soonest one may be probed. A retry layer should wait RetryIn before trying again.
 type NoHealthyExitError struct {
-	Origin  string
-	Exits   int           // exits in the pool when the request was refused
+	Origin string
+	// Exits is how many exits the request could use when it was refused: the pool's, or with a
+	// Want (Want, its canonical form) the ones that match it — every one of them cooling.
+	Exits   int
+	Want    string
 	RetryIn time.Duration // until the soonest exit becomes probeable; 0 if unknown
 }
 
-// Error names the origin, the exits in the pool and the time until the soonest probe.
+// Error names the origin, the exits in the pool (or matching the Want) and the time until the
+// soonest probe.
 func (e *NoHealthyExitError) Error() string {
 	if e.Exits == 0 {
 		return fmt.Sprintf("pool: no healthy exit for %s: the pool has no exits", e.Origin)
+	}
+	if e.Want != "" {
+		return fmt.Sprintf("pool: no healthy exit for %s: %d exits match %s, none ready, soonest probe in %v",
+			e.Origin, e.Exits, e.Want, e.RetryIn.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("pool: no healthy exit for %s: %d exits, none ready, soonest probe in %v",
 		e.Origin, e.Exits, e.RetryIn.Round(time.Millisecond))

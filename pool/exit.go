@@ -20,6 +20,7 @@ type Exit struct {
 	tier   int
 	weight float64
 	over   *exitOverride // its own breaker settings; nil: the pool's (see override.go)
+	attrs  []Attr        // sorted by key; shared by copies, never modified (attrs.go)
 }
 
 // Proxy schemes an Exit may use.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +61,8 @@ type exitSet struct {
 	// anyEager and anyBucket say whether some exit is eager or has a token bucket: when none is,
 	// a pick need not load the exit it chose to find out.
 	anyEager, anyBucket bool
+	// views holds the set's index for each Want a pick met (*Want → *wantView; wantview.go).
+	views sync.Map
 }
 
 type exitPos struct{ group, index int }
@@ -131,7 +134,7 @@ func (p *Pool) joinExit(e *Exit, t *exitTuning, rs *retunes) *exitState {
 }
 
 // checkExits validates exits for the pool: none nil, labels unique among them and not in taken,
-// weights positive and finite. The error names every bad exit.
+// weights positive and finite, attributes in their alphabet (attrs.go). The error names every bad exit.
 func checkExits(exits []*Exit, taken map[string]*exitState) error {
 	seen := make(map[string]bool, len(exits))
 	var errs []error
@@ -143,6 +146,8 @@ func checkExits(exits []*Exit, taken map[string]*exitState) error {
 			errs = append(errs, fmt.Errorf("pool: duplicate exit label %q", e.label))
 		case !(e.weight > 0) || math.IsInf(e.weight, 0):
 			errs = append(errs, fmt.Errorf("pool: exit %s: weight %v must be positive and finite", e.label, e.weight))
+		case checkAttrs(e) != nil:
+			errs = append(errs, checkAttrs(e))
 		default:
 			seen[e.label] = true
 		}

@@ -30,6 +30,12 @@ type Request struct {
 	// would rather send one of those. ratelimit.Limits.FailFast does the same for every pick, and
 	// a pool without WithRateLimits always fails fast (its only buckets are learned paces).
 	FailFast bool
+	// Want, when set, is what the exit must have (attributes, want.go): the pick chooses among the
+	// exits that match, by every rule it applies among all. A pick whose Want no exit of the pool
+	// matches fails with a *NoMatchingExitError; one whose matching exits are all cooling, with a
+	// *NoHealthyExitError as without a Want. Build Wants once and reuse them: a pick with a Want
+	// costs what one without does (0 allocations), the pool's index for it built once.
+	Want *Want
 }
 
 // Lease is one admitted attempt: the exit to send it through and the permits it holds. Give it

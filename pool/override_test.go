@@ -328,7 +328,7 @@ func TestReadExitsBreakerAttributes(t *testing.T) {
 		{"a.example:80 park=soon", `park "soon"`},
 		{"a.example:80 cooldown=5m max-cooldown=1m", "max-cooldown 1m0s is shorter than cooldown 5m0s"},
 		{"a.example:80 exit-cooldown=5m exit-max-cooldown=1m", "exit-max-cooldown 1m0s is shorter than exit-cooldown"},
-		{"a.example:80 exit-label=x", "unknown attribute"},
+		{"a.example:80 exit-label=x", "a proxy-list field of its own"},
 	} {
 		_, err := pool.ReadExits(strings.NewReader(tt.line))
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "line 1: proxy http://a.example:80") {

@@ -112,7 +112,7 @@ func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time,
 		return at, ScopeOrigin, nil
 	}
 	if r.Exit != "" {
-		tokenAt, scope, err := p.pickPinned(now, o, originKey, r.Exit, t)
+		tokenAt, scope, err := p.pickPinned(now, o, originKey, r.Exit, r.Want, t)
 		if err != nil || !tokenAt.IsZero() {
 			originPm.Release(now)
 			return tokenAt, scope, err
@@ -122,13 +122,19 @@ func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time,
 		return time.Time{}, scopeNone, nil
 	}
 	memo, session := r.Retries, r.Session
+	set := p.set.Load()
+	view := set.view(r.Want)
+	if view != nil && view.n == 0 {
+		originPm.Release(now)
+		return time.Time{}, scopeNone, &NoMatchingExitError{Origin: originKey, Want: r.Want.String(), Exits: len(set.all)}
+	}
 	var c choice
 	for round, revived := 0, 0; round < maxPickRounds; round++ {
 		var es *exitState
 		var id uint32
 		if session != "" {
-			es = p.sessions.pinned(session, originKey, p.set.Load())
-			if es != nil && !p.sticks(now, o, es) {
+			es = p.sessions.pinned(session, originKey, set)
+			if es != nil && (!p.sticks(now, o, es) || !r.Want.Admits(es.exit)) {
 				es = nil
 			}
 			if es != nil {
@@ -136,7 +142,7 @@ func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time,
 			}
 		}
 		if es == nil {
-			c = p.choose(now, o, memo)
+			c = p.choose(now, o, memo, view)
 			es, id = c.exit, c.id
 		}
 		if es == nil {
@@ -175,15 +181,22 @@ func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time,
 	if !c.tokenAt.IsZero() {
 		return c.tokenAt, c.tokenScope, nil
 	}
-	return time.Time{}, scopeNone, &NoHealthyExitError{Origin: originKey, Exits: len(p.set.Load().all), RetryIn: untilPositive(c.probeAt, now)}
+	exits := len(set.all)
+	if view != nil {
+		exits = view.n
+	}
+	return time.Time{}, scopeNone, &NoHealthyExitError{Origin: originKey, Exits: exits, Want: r.Want.String(), RetryIn: untilPositive(c.probeAt, now)}
 }
 
 // pickPinned is pickOnce for a request pinned to the exit labelled label (Request.Exit).
-func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string, t *ticket) (time.Time, Scope, error) {
+func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string, want *Want, t *ticket) (time.Time, Scope, error) {
 	set := p.set.Load()
 	es := set.byLabel[label]
 	if es == nil {
 		return time.Time{}, scopeNone, fmt.Errorf("pool: Request.Exit: no exit labelled %q", RedactRaw(label))
+	}
+	if !want.Admits(es.exit) {
+		return time.Time{}, scopeNone, &NoMatchingExitError{Origin: originKey, Want: want.String(), Exits: len(set.all), Exit: es.exit.label}
 	}
 	pos := set.where[es.id]
 	g := &set.groups[pos.group]

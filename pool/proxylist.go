@@ -31,7 +31,10 @@ const maxListLine = 64 << 10
 //	http://user:pass@dc1.example:8080  label=dc-1 tier=0 weight=2
 //	res.example:7777:user-session-42:secret  tier=1 failures=5 cooldown=1m exit-park=1h
 //
-// label, tier and weight are Exit.WithLabel, WithTier and WithWeight. The breaker attributes give
+// label, tier and weight are Exit.WithLabel, WithTier and WithWeight. Any other key=value is an
+// attribute of the exit (Exit.WithAttr; country=us kind=residential, for Request.Want), in the
+// alphabet attrs.go documents; a key one typo away from a field below (wieght=2) is an error. The
+// breaker attributes give
 // the exit settings of its own (Exit.WithPairSettings for its pair breakers, Exit.WithExitSettings
 // with the exit- prefix for its own breaker), each replacing one field of the pool's settings:
 //
@@ -163,9 +166,21 @@ func parseListLine(text string) (*Exit, error) {
 			if err != nil {
 				return nil, bad("%v", err)
 			}
-			if !known {
-				return nil, bad("unknown attribute (want label, tier, weight or a breaker setting: %s)", breakerAttrNames)
+			if known {
+				break
 			}
+			// Any other key=value is an attribute of the exit (attrs.go) — unless it is one typo
+			// away from a field of the list's own, which would otherwise vanish into one.
+			if near := nearListField(k); near != "" {
+				return nil, bad("%q: not an attribute this close to %s (a typo?); attribute keys must not be a list field's name but for one letter", k, near)
+			}
+			if err := checkAttr(k, v); err != nil {
+				return nil, bad("%v", err)
+			}
+			if _, dup := e.Attr(k); dup {
+				return nil, bad("attribute %s given twice", k)
+			}
+			e = e.WithAttr(k, v)
 		}
 	}
 	if err := over.check(); err != nil {

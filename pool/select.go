@@ -21,8 +21,9 @@ type choice struct {
 	tokenScope Scope
 }
 
-// choose picks a ready exit: from the lowest tier that has one, by sampling, then by scanning.
-func (p *Pool) choose(now time.Time, o *originState, memo *Retries) choice {
+// choose picks a ready exit: from the lowest tier that has one, by sampling, then by scanning —
+// among the exits of view only, when the request has a Want (nil: every exit).
+func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantView) choice {
 	set := p.set.Load()
 	var c choice
 	for pass := 0; pass < 2; pass++ {
@@ -35,10 +36,11 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries) choice {
 		}
 		for gi := range set.groups {
 			g := &set.groups[gi]
-			if es, id := p.sample(g, now, o, avoid); es != nil {
+			sub := view.group(gi, g)
+			if es, id := p.sample(g, sub, now, o, avoid); es != nil {
 				return choice{exit: es, id: id}
 			}
-			if p.scan(g, now, o, avoid, &c); c.exit != nil {
+			if p.scan(g, sub, now, o, avoid, &c); c.exit != nil {
 				return choice{exit: c.exit, id: c.id}
 			}
 		}
@@ -104,18 +106,23 @@ func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (
 	return true, time.Time{}, scopeNone
 }
 
-// draw returns the index of a random exit of g, by weight.
-func (p *Pool) draw(g *tierGroup) int {
+// draw returns the index in g of a random exit of sub (of g), by weight.
+func (p *Pool) draw(g *tierGroup, sub *subset) int {
+	return sub.index(p.drawK(sub.size(g), sub.weights(g)))
+}
+
+// drawK returns a random k in [0, n), by the cumulative weights cum (nil: equal weights).
+func (p *Pool) drawK(n int, cum []float64) int {
 	r := p.rand()
-	if g.cum == nil {
-		return int(r % uint64(len(g.ids)))
+	if cum == nil {
+		return int(r % uint64(n))
 	}
-	total := g.cum[len(g.cum)-1]
+	total := cum[len(cum)-1]
 	x := float64(r>>11) / (1 << 53) * total
-	lo, hi := 0, len(g.cum)-1
+	lo, hi := 0, len(cum)-1
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if g.cum[mid] <= x {
+		if cum[mid] <= x {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -124,34 +131,35 @@ func (p *Pool) draw(g *tierGroup) int {
 	return lo
 }
 
-// drawTwo returns the indexes of two random exits of g (of at least two), by weight, distinct:
-// two draws of one exit would let it win whatever its load. Without weights the second is drawn
-// among the others; with weights it is drawn again, up to distinctTries times (one exit may hold
-// nearly all of a tier's weight, and then it may be both).
-func (p *Pool) drawTwo(g *tierGroup) (int, int) {
-	i := p.draw(g)
-	if g.cum == nil {
-		n := uint64(len(g.ids))
-		return i, int((uint64(i) + 1 + p.rand()%(n-1)) % n)
+// drawTwo returns the indexes in g of two random exits of sub (of at least two), by weight,
+// distinct: two draws of one exit would let it win whatever its load. Without weights the second
+// is drawn among the others; with weights it is drawn again, up to distinctTries times (one exit
+// may hold nearly all of a tier's weight, and then it may be both).
+func (p *Pool) drawTwo(g *tierGroup, sub *subset) (int, int) {
+	n, cum := sub.size(g), sub.weights(g)
+	i := p.drawK(n, cum)
+	if cum == nil {
+		return sub.index(i), sub.index(int((uint64(i) + 1 + p.rand()%uint64(n-1)) % uint64(n)))
 	}
-	j := p.draw(g)
+	j := p.drawK(n, cum)
 	for try := 0; j == i && try < distinctTries; try++ {
-		j = p.draw(g)
+		j = p.drawK(n, cum)
 	}
-	return i, j
+	return sub.index(i), sub.index(j)
 }
 
 // sample draws up to sampleTries exits and returns a ready one: the first, or with LeastLoaded the
 // better of the first two distinct ones whose breakers admit (lower expected latency × (in flight
 // + 1): prefer, latency.go) — and only that one's buckets are peeked at (then the other's), so a
 // pick peeks at one bucket, not at every candidate's.
-func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retries) (*exitState, uint32) {
-	if len(g.ids) == 0 {
+func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, avoid *Retries) (*exitState, uint32) {
+	n := sub.size(g)
+	if n == 0 {
 		return nil, 0
 	}
-	if p.selection == Random || len(g.ids) == 1 {
+	if p.selection == Random || n == 1 {
 		for range sampleTries {
-			i := p.draw(g)
+			i := p.draw(g, sub)
 			if ok, _ := p.breakersReady(now, o, g, i, avoid); !ok {
 				continue
 			}
@@ -168,7 +176,7 @@ func (p *Pool) sample(g *tierGroup, now time.Time, o *originState, avoid *Retrie
 		// judged: in a pool of many exits and origins each of these loads misses the cache, and
 		// the misses then overlap. (The winner's exit, loaded only once it had won, was a miss of
 		// its own, which the atomic counting it in flight then waited for.)
-		i, j := p.drawTwo(g)
+		i, j := p.drawTwo(g, sub)
 		cand := [2]candidate{{i, g.id(i), g.exits[i]}, {j, g.id(j), g.exits[j]}}
 		o.open.touch(cand[0].id, cand[1].id)
 		for _, c := range cand {
@@ -209,18 +217,18 @@ type candidate struct {
 	es *exitState
 }
 
-// scan visits every exit of g from a random start and picks a ready one at random (by weight)
-// into c.exit; when there is none it keeps in c the soonest instants a breaker or a token may
-// make one ready.
-func (p *Pool) scan(g *tierGroup, now time.Time, o *originState, avoid *Retries, c *choice) {
-	n := len(g.ids)
+// scan visits every exit of sub (of g) from a random start and picks a ready one at random (by
+// weight) into c.exit; when there is none it keeps in c the soonest instants a breaker or a token
+// may make one ready.
+func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, avoid *Retries, c *choice) {
+	n := sub.size(g)
 	if n == 0 {
 		return
 	}
 	start := int(p.rand() % uint64(n))
 	var total float64
 	for k := range n {
-		i := (start + k) % n
+		i := sub.index((start + k) % n)
 		ok, at, scope := p.ready(now, o, g, i, avoid)
 		switch {
 		case ok:

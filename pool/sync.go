@@ -112,7 +112,7 @@ func (p *Pool) Sync(exits []*Exit) (SyncResult, error) {
 			dropped = append(dropped, cur)
 			replaced = append(replaced, replacement{old: cur, exit: e})
 			res.Replaced++
-		case cur.exit.tier != e.tier || cur.exit.weight != e.weight || !sameOverride(cur.exit.over, e.over):
+		case cur.exit.tier != e.tier || cur.exit.weight != e.weight || !sameOverride(cur.exit.over, e.over) || !sameAttrs(cur.exit, e):
 			// Same id, breakers (remade if its settings changed), bucket and life.
 			all = append(all, p.retune(cur, e, tunes.at(i), &rs))
 			updated = append(updated, cur.exit)

@@ -16,6 +16,7 @@ const (
 	retriesKey
 	pinKey
 	bodyPaceKey
+	wantKey
 )
 
 // ContextWithExit returns a context whose requests go through the exit labelled label and no
@@ -30,6 +31,22 @@ func ContextWithExit(ctx context.Context, label string) context.Context {
 // that exit's breakers leave CLOSED. Use it for logins and carts that must keep one IP.
 func ContextWithSession(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, sessionKey, key)
+}
+
+// ContextWithWant returns a context whose requests go out only through exits that have what w
+// wants (pool.Request.Want): ContextWithWant(ctx, pool.MustParseWant("country=us")) for a site
+// that serves US visitors only. When no exit of the pool matches, RoundTrip fails with a
+// *pool.NoMatchingExitError (a configuration fault); when every matching exit is cooling, with a
+// *pool.NoHealthyExitError (RetryIn) — never through an exit that does not match. Build w once and
+// reuse it. A nil w removes the constraint.
+func ContextWithWant(ctx context.Context, w *pool.Want) context.Context {
+	return context.WithValue(ctx, wantKey, w)
+}
+
+// WantFromContext returns the *pool.Want ContextWithWant put in ctx, or nil.
+func WantFromContext(ctx context.Context) *pool.Want {
+	w, _ := ctx.Value(wantKey).(*pool.Want)
+	return w
 }
 
 // ContextWithRetries returns a context for one logical request whose attempts share a
@@ -55,6 +72,7 @@ func request(ctx context.Context, origin string) pool.Request {
 	r.Exit, _ = ctx.Value(pinKey).(string)
 	r.Session, _ = ctx.Value(sessionKey).(string)
 	r.Retries = RetriesFromContext(ctx)
+	r.Want = WantFromContext(ctx)
 	return r
 }
 
