@@ -16,6 +16,7 @@ import (
 	"github.com/gocolly/colly/v2"
 
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/retry"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -79,6 +80,12 @@ type Settings struct {
 	// Logger, when set, logs each re-queue at Debug and each request given up at Warn (exits by
 	// label, never credentials). Default: no logging.
 	Logger *slog.Logger
+	// Budget, when set, bounds the re-queues of all requests together (retry.Budget: a share of
+	// the requests plus a floor per second, over a sliding window): each logical request deposits
+	// when its first fetch reaches the transport, each re-queue withdraws, and a re-queue the
+	// budget refuses is given up at once with a *GiveUpError matching retry.ErrBudgetSpent.
+	// Retries still bounds each request. Default nil: no budget.
+	Budget *retry.Budget
 }
 
 func (s *Settings) validate() error {

@@ -237,7 +237,7 @@ func TestRetryOnErrorLeavesOriginAnswers(t *testing.T) {
 
 // A request that fails through every exit is re-queued Retries times, then given up with a
 // GiveUpError listing its failures.
-func TestRetryOnErrorBudget(t *testing.T) {
+func TestRetryOnErrorStopsAtRetries(t *testing.T) {
 	s := newSite(t, 3, false)
 	var hits atomic.Int32
 	s.handle = func(w http.ResponseWriter, r *http.Request, via string) bool {
@@ -252,8 +252,9 @@ func TestRetryOnErrorBudget(t *testing.T) {
 	if len(errs) != 1 || !errors.As(errs[0], &gu) {
 		t.Fatalf("given up with %v, want one GiveUpError", errs)
 	}
-	if gu.Requeued != 2 || len(gu.Failures) != 3 || gu.Wait != 0 || !strings.Contains(gu.Error(), "retry budget spent") {
-		t.Errorf("GiveUpError = %v (%+v), want 2 re-queues, 3 failures, budget spent", gu, gu)
+	if gu.Requeued != 2 || len(gu.Failures) != 3 || gu.Wait != 0 || !strings.Contains(gu.Error(), "as many as Settings.Retries allows") ||
+		errors.Is(gu, retry.ErrBudgetSpent) {
+		t.Errorf("GiveUpError = %v (%+v), want 2 re-queues, 3 failures, Settings.Retries reached", gu, gu)
 	}
 	var re *retry.ResponseError
 	if !errors.As(errs[0], &re) || re.StatusCode != 503 || re.Verdict.Class != pool.ClassOrigin5xx {
@@ -508,8 +509,8 @@ func TestGiveUpErrorMessage(t *testing.T) {
 	if !strings.Contains(rgu.Error(), "; "+described+": ") {
 		t.Errorf("retry.GiveUpError.Error() = %q, want it to list %q too", rgu.Error(), described)
 	}
-	budget := &collyext.GiveUpError{Method: "GET", URL: "http://shop.example/", Requeued: 4}
-	if got, want := budget.Error(), "collyext: giving up on GET http://shop.example/, re-queued 4 times: retry budget spent"; got != want {
+	spent := &collyext.GiveUpError{Method: "GET", URL: "http://shop.example/", Requeued: 4}
+	if got, want := spent.Error(), "collyext: giving up on GET http://shop.example/, re-queued 4 times: as many as Settings.Retries allows"; got != want {
 		t.Errorf("GiveUpError.Error() = %q, want %q", got, want)
 	}
 	var (

@@ -46,12 +46,16 @@
 // keeps each logical request's *pool.Retries (made by transport.ContextWithRetries) under an id it
 // puts in RequestHeader, which Request.Retry copies and the extension removes before the request
 // leaves; each fetch's context carries it to the pool. That Retries is the request's one memory:
-// the pool notes there the exits that failed it, the extension its failed attempts. A budget
-// (Settings.Retries) bounds the re-queues per request; the delay before one is the longer of an
-// exponential backoff and the soonest probe (or the origin guard's, or the next token), and a
-// request that would have to wait longer than Settings.MaxDelay is given up with a *GiveUpError,
-// which lists the failed attempts in the words of pool.FormatGiveUp, as the retry package's
-// give-up does. Outcomes a retry cannot fix are never re-queued: a 404 or a 500 from the origin,
+// the pool notes there the exits that failed it, the extension its failed attempts. A limit
+// (Settings.Retries) bounds the re-queues per request, and a retry.Budget (Settings.Budget, off by
+// default) those of all requests together: a request deposits when its first fetch reaches the
+// transport and each re-queue withdraws, so when a site fails everything the crawl adds a share
+// of its requests (20 % plus 10 a second by default) rather than Retries times them. The delay
+// before a re-queue is the longer of an exponential backoff and the soonest probe (or the origin
+// guard's, or the next token). A request that would have to wait longer than Settings.MaxDelay,
+// or whose re-queue the budget refuses (errors.Is(err, retry.ErrBudgetSpent)), is given up with a
+// *GiveUpError, which lists the failed attempts in the words of pool.FormatGiveUp, as the retry
+// package's give-up does. Outcomes a retry cannot fix are never re-queued: a 404 or a 500 from the origin,
 // an origin-scoped permanent failure, the collector's own timeout or cancellation.
 //
 // In a sync collector the re-queue runs inside the OnError callback, nested in the failed fetch,

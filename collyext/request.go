@@ -102,9 +102,13 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if id != "" {
 		r = e.track(id)
 		e.mu.Lock()
+		first := r.roundTrips == 0
 		r.roundTrips++
 		r.exit, r.verdict, r.failed, r.status, r.bodyFailed, r.aborted = "", pool.Verdict{}, nil, 0, false, false
 		e.mu.Unlock()
+		if b := e.s.Budget; b != nil && first {
+			b.Deposit() // the logical request's first fetch; its re-queues withdraw (RetryOnError)
+		}
 		ctx = retriesContext{ctx, r.carrier}
 	}
 	out := req.WithContext(ctx) // a copy: the caller's request is untouched

@@ -16,8 +16,10 @@ import (
 )
 
 // GiveUpError is what RetryOnError hands its give-up callback when it stops re-queueing a request
-// that another try might still have served: the retry budget is spent, or nothing will be ready
-// for longer than Settings.MaxDelay (every exit parked or cooling for the origin). Its message
+// that another try might still have served: it was re-queued Settings.Retries times, the
+// Settings.Budget shared by all requests is spent (then Budget is set, and errors.Is(err,
+// retry.ErrBudgetSpent) holds), or nothing will be ready for longer than Settings.MaxDelay (every
+// exit parked or cooling for the origin). Its message
 // lists the request's failed attempts as pool.FormatGiveUp writes them, the same words the
 // retry package's give-up uses. errors.As finds the last failure's types (*transport.AttemptError,
 // *pool.NoHealthyExitError, *retry.ResponseError, …) and those of every listed failure through it.
@@ -26,6 +28,9 @@ type GiveUpError struct {
 	Requeued    int           // re-queues made
 	Wait        time.Duration // when over MaxDelay: how long until something may be tried; else 0
 	MaxDelay    time.Duration
+	// Budget is the Settings.Budget that refused the re-queue (its Stats count the refusal); nil
+	// when the give-up is for another reason.
+	Budget *retry.Budget
 	// Failures are the request's failed attempts, oldest first (the last pool.MaxFailedAttempts),
 	// as recorded in its *pool.Retries. Each Err is the transport's error (a
 	// *transport.AttemptError), a *retry.ResponseError for a failed response, or the read error of a
@@ -37,13 +42,19 @@ type GiveUpError struct {
 // Error says what was given up and why, and which attempts failed, without credentials: exits
 // appear by label.
 func (e *GiveUpError) Error() string {
-	head := fmt.Sprintf("collyext: giving up on %s %s, re-queued %d times: retry budget spent", e.Method, e.URL, e.Requeued)
-	if e.Wait > 0 {
+	head := fmt.Sprintf("collyext: giving up on %s %s, re-queued %d times: as many as Settings.Retries allows", e.Method, e.URL, e.Requeued)
+	switch {
+	case e.Wait > 0:
 		head = fmt.Sprintf("collyext: giving up on %s %s, re-queued %d times: nothing ready for %v, longer than MaxDelay %v",
 			e.Method, e.URL, e.Requeued, e.Wait.Round(time.Millisecond), e.MaxDelay)
+	case e.Budget != nil:
+		head = fmt.Sprintf("collyext: giving up on %s %s, re-queued %d times: retry budget spent (%v)", e.Method, e.URL, e.Requeued, e.Budget)
 	}
 	return pool.FormatGiveUp(head, e.Failures, e.Err)
 }
+
+// Is reports whether target is retry.ErrBudgetSpent and Settings.Budget refused the re-queue.
+func (e *GiveUpError) Is(target error) bool { return target == retry.ErrBudgetSpent && e.Budget != nil }
 
 // Unwrap returns the last failure, then the listed failures' errors.
 func (e *GiveUpError) Unwrap() []error { return pool.GiveUpCauses(e.Err, e.Failures) }
@@ -113,6 +124,11 @@ func (e *Extension) requeueOrGiveUp(resp *colly.Response, err error) error {
 		return gu
 	}
 	if e.s.Retries < 0 || requeued >= e.s.Retries {
+		e.forget(id)
+		return gu
+	}
+	if b := e.s.Budget; b != nil && !b.TryWithdraw() {
+		gu.Budget = b
 		e.forget(id)
 		return gu
 	}

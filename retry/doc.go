@@ -50,6 +50,26 @@
 // A refusal costs no network traffic but counts toward RetryMax: allow a retry or two more than
 // you would without proxies.
 //
+// # A retry budget
+//
+// RetryMax bounds the retries of one request; when a site or a whole pool fails everything, every
+// request makes all of them, and the client multiplies its traffic by RetryMax+1. A Budget
+// (Finagle's RetryBudget) bounds the retries of all requests together: each request's first
+// attempt deposits, each retry withdraws, and a retry goes only while the last TTL's deposits —
+// PercentCanRetry of a retry each — plus a floor of MinRetriesPerSec cover it. It is off by
+// default (Settings.Budget nil): a retry here mostly moves to another exit, which is what a pool
+// is for, and the per-request RetryMax already bounds it; turn it on to cap what a client adds to
+// a site when everything fails:
+//
+//	b, err := retry.NewBudget(retry.BudgetSettings{Clock: pl.Clock()}) // 20 % + 10/s over 10 s
+//	p, err := retry.New(retry.Settings{Clock: pl.Clock(), Budget: b})
+//
+// A retry the budget refuses ends the request at once with a *GiveUpError whose Budget is set
+// (errors.Is(err, ErrBudgetSpent)); Budget.Stats counts the refusals. Share one Budget between
+// the clients (and collyext.Settings.Budget) that hit the same sites. CheckRetry withdraws when it
+// allows a retry, so a client that stops at RetryMax spends a retry it never sends: keep RetryMax
+// above what the budget should bound.
+//
 // errors.As finds the typed errors (*pool.NoHealthyExitError, *transport.AttemptError,
 // *transport.ProxyConnectError, *ResponseError) through go-retryablehttp's wrapping and through a
 // *GiveUpError.

@@ -37,7 +37,8 @@ func (e *ResponseError) Error() string {
 // because waiting could not help in time: no exit (or the origin, or a token) will be ready
 // within the longest a retry may wait. The typical case is a pool whose every exit the proxy
 // provider refuses (407): each exit is parked for breaker.Settings.ParkFor, and the soonest probe
-// is minutes away.
+// is minutes away. It is also what CheckRetry returns when Settings.Budget refuses the retry: then
+// Budget is set, Wait and MaxWait are zero, and errors.Is(err, ErrBudgetSpent) holds.
 //
 // Its message lists the request's failed attempts as pool.FormatGiveUp writes them, the same
 // words collyext's give-up uses. errors.As finds Err's types (*pool.NoHealthyExitError and the
@@ -47,6 +48,9 @@ type GiveUpError struct {
 	Origin  string
 	Wait    time.Duration // until something may be tried again
 	MaxWait time.Duration // the longest a retry may wait
+	// Budget is the budget that refused the retry (its Stats count the refusal); nil when the
+	// give-up is for a wait.
+	Budget *Budget
 	// Failures are the request's failed attempts, oldest first (the last pool.MaxFailedAttempts),
 	// as recorded in its *pool.Retries; empty without one. Each Err is the *transport.AttemptError
 	// (through the client's wrapping) or the *ResponseError the attempt came back with.
@@ -57,9 +61,16 @@ type GiveUpError struct {
 // Error says what gave up, why, and which attempts failed, without credentials: exits appear by
 // label.
 func (e *GiveUpError) Error() string {
-	return pool.FormatGiveUp(fmt.Sprintf("retry: giving up on %s: nothing ready for %v, longer than the %v a retry may wait",
-		e.Origin, e.Wait.Round(time.Millisecond), e.MaxWait), e.Failures, e.Err)
+	head := fmt.Sprintf("retry: giving up on %s: nothing ready for %v, longer than the %v a retry may wait",
+		e.Origin, e.Wait.Round(time.Millisecond), e.MaxWait)
+	if e.Budget != nil {
+		head = fmt.Sprintf("retry: giving up on %s: retry budget spent (%v)", e.Origin, e.Budget)
+	}
+	return pool.FormatGiveUp(head, e.Failures, e.Err)
 }
+
+// Is reports whether target is ErrBudgetSpent and the budget refused the retry.
+func (e *GiveUpError) Is(target error) bool { return target == ErrBudgetSpent && e.Budget != nil }
 
 // Unwrap returns the refusal, then the failures' errors, for errors.Is and errors.As.
 func (e *GiveUpError) Unwrap() []error { return pool.GiveUpCauses(e.Err, e.Failures) }

@@ -41,6 +41,12 @@ type Settings struct {
 	// Logger, when set, logs each retry CheckRetry allows at Debug and each give-up at Warn (exits
 	// by label, never credentials). Default: no logging.
 	Logger *slog.Logger
+	// Budget, when set, bounds the retries of all the requests it sees together (see Budget):
+	// CheckRetry deposits for each request's first attempt and withdraws for each retry it allows,
+	// and gives up with a *GiveUpError matching ErrBudgetSpent when the budget has no retry left.
+	// PrepareRetry marks a request's retries (in its context) so that they deposit nothing: wire
+	// all three hooks. Default nil: no budget, only the client's RetryMax bounds the retries.
+	Budget *Budget
 }
 
 // Policy holds go-retryablehttp hooks that understand the transport: CheckRetry decides, Backoff
@@ -96,11 +102,15 @@ func (p *Policy) maxWait() time.Duration {
 // refusals (no healthy exit, origin unhealthy, throttled) once they may clear. It records each
 // failed attempt in the request's *pool.Retries (transport.RetriesFromContext) and notes there
 // the instant a refusal lets the retry go (Retries.WaitUntil), for PrepareRetry; or it gives up
-// with a *GiveUpError when that wait exceeds the longest allowed. A failed response comes back
+// with a *GiveUpError when that wait exceeds the longest allowed, or when Settings.Budget has no
+// retry left (errors.Is(err, ErrBudgetSpent)). A failed response comes back
 // with a *ResponseError beside the decision to retry, so that running out of retries reports it.
 // An error from the request's ResponseHandler is not the transport's and is not retried: wrap
 // CheckRetry to retry it.
 func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if b := p.s.Budget; b != nil && firstAttempt(ctx, resp, err) {
+		b.Deposit()
+	}
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
@@ -121,15 +131,10 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 		wait = max(wait, d.Verdict.RetryAfter)
 	}
 	if limit := p.maxWait(); wait > limit {
-		var fs []pool.FailedAttempt
-		if r != nil {
-			fs = r.Failures()
-		}
-		gu := &GiveUpError{Origin: d.Origin, Wait: wait, MaxWait: limit, Failures: fs, Err: failure}
-		if l := p.s.Logger; l != nil {
-			l.LogAttrs(ctx, slog.LevelWarn, "retry: giving up", slog.String("origin", d.Origin), slog.String("error", gu.Error()))
-		}
-		return false, gu
+		return false, p.giveUp(ctx, r, &GiveUpError{Origin: d.Origin, Wait: wait, MaxWait: limit, Err: failure})
+	}
+	if b := p.s.Budget; b != nil && !b.TryWithdraw() {
+		return false, p.giveUp(ctx, r, &GiveUpError{Origin: d.Origin, Budget: b, Err: failure})
 	}
 	if l := p.s.Logger; l != nil {
 		l.LogAttrs(ctx, slog.LevelDebug, "retry: retrying", slog.String("origin", d.Origin),
@@ -149,6 +154,15 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 		return true, failure
 	}
 	return true, nil
+}
+
+// giveUp fills in gu's failures from r, logs it and returns it.
+func (p *Policy) giveUp(ctx context.Context, r *pool.Retries, gu *GiveUpError) *GiveUpError {
+	gu.Failures = r.Failures() // nil without a Retries
+	if l := p.s.Logger; l != nil {
+		l.LogAttrs(ctx, slog.LevelWarn, "retry: giving up", slog.String("origin", gu.Origin), slog.String("error", gu.Error()))
+	}
+	return gu
 }
 
 // Backoff has the shape of retryablehttp.Backoff: Delay's backoff with jitter, never more than
@@ -180,8 +194,14 @@ func (p *Policy) Backoff(min, max time.Duration, attemptNum int, resp *http.Resp
 // the request's *pool.Retries (Retries.NotBefore: the soonest probe, a Retry-After), so that the
 // total wait before the retry is the longer of the backoff and that instant. It returns the
 // context's error if the request is cancelled meanwhile, which ends the retries. Without a
-// Retries in the request's context (no transport.ContextWithRetries) it does nothing.
+// Retries in the request's context (no transport.ContextWithRetries) it waits for nothing. With a
+// Settings.Budget it marks req as a retry (req's context becomes one that says so, for
+// CheckRetry), so its outcome deposits nothing: go-retryablehttp makes a fresh shallow copy of the
+// request for PrepareRetry to change.
 func (p *Policy) PrepareRetry(req *http.Request) error {
+	if p.s.Budget != nil {
+		markRetry(req)
+	}
 	r := transport.RetriesFromContext(req.Context())
 	if r == nil {
 		return nil
@@ -191,4 +211,24 @@ func (p *Policy) PrepareRetry(req *http.Request) error {
 		return nil
 	}
 	return clock.Sleep(req.Context(), p.s.Clock, wait)
+}
+
+// retryMark is the context key PrepareRetry sets on a request's retries when a budget is on.
+type retryMark struct{}
+
+// markRetry makes req's context say that req is a retry. go-retryablehttp hands PrepareRetry a
+// shallow copy of the request made for it to change, and passes that copy's context to CheckRetry.
+func markRetry(req *http.Request) {
+	if req.Context().Value(retryMark{}) == nil {
+		*req = *req.WithContext(context.WithValue(req.Context(), retryMark{}, true))
+	}
+}
+
+// firstAttempt reports whether CheckRetry is judging a request's first attempt, the one that
+// deposits. PrepareRetry marks the retries. go-retryablehttp calls CheckRetry a second time for an
+// attempt whose response its ResponseHandler rejected, with the response and the handler's error:
+// that call deposits nothing (a redirect policy's error, which also comes with a response, is so
+// never deposited for: it is not retried either).
+func firstAttempt(ctx context.Context, resp *http.Response, err error) bool {
+	return ctx.Value(retryMark{}) == nil && (resp == nil || err == nil)
 }
