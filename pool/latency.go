@@ -25,7 +25,14 @@ import (
 //     answer, so a slow exit left alone for a while is tried again (a trickle, which notices when
 //     it got faster) instead of never.
 //   - Untracked pairs all cost the typical: among them the comparison is the in-flight count,
-//     as before; an origin with no tracked pair reads nothing more than before at a pick.
+//     as before; an origin with no tracked pair reads nothing more than before at a pick. A
+//     tracked estimate decayed under fastFactor × the typical costs the typical too, so that a
+//     once-slow exit competes as an equal again even where nothing is ever in flight at a pick.
+//   - Slow start (Envoy's slow_start_window, HAProxy's slowstart): a pair whose probe closed it
+//     after a trip is tracked for rampWindow as ramping — a candidate drawn for it takes part in
+//     the pick only with probability age/rampWindow (at least rampFloor) — so its share grows
+//     over half a minute instead of jumping to full at once, when a site that just lifted a ban
+//     is likeliest to ban again.
 //
 // The latency of an attempt is the time from its admission (after any wait for a token) to its
 // report: for the transport, until the body ended, which is what the worker spent on it.
@@ -44,6 +51,10 @@ const (
 	typicalWeight = 1.0 / 16
 	// latencyTick is the resolution of a tracked estimate's timestamp.
 	latencyTick = 10 * time.Millisecond
+	// rampWindow is how long a pair back from OPEN ramps up to its full share; rampFloor is the
+	// share of its candidacies it keeps at first.
+	rampWindow = 30 * time.Second
+	rampFloor  = 0.1
 )
 
 // originLatency is an origin's latency state: its typical latency and its tracked (slow) pairs.
@@ -57,12 +68,28 @@ type originLatency struct {
 	tracked atomic.Pointer[map[uint32]*pairLatency]
 }
 
-// pairLatency is a tracked pair's estimate, packed so that it is read and written whole: the
-// estimate in seconds (float32 bits, high word) and the instant of its last answer in
-// latencyTicks since episodeEpoch (low word; ages are computed modulo 2³², valid for 497 days).
-type pairLatency struct{ v atomic.Uint64 }
+// pairLatency is a tracked pair's state. v is its estimate, packed so that it is read and
+// written whole: the estimate in seconds (float32 bits, high word; 0 when it is not slow, only
+// ramping) and the instant of its last answer in latencyTicks since episodeEpoch (low word; ages
+// are computed modulo 2³², valid for 497 days). ramp is the latencyStamp of the start of its
+// ramp, 0 when it is not ramping.
+type pairLatency struct {
+	v    atomic.Uint64
+	ramp atomic.Uint32
+}
 
-func latencyStamp(t time.Time) uint32 { return uint32(t.Sub(episodeEpoch) / latencyTick) }
+// rampAge returns how long the pair has been ramping at now, and whether it still is.
+func (pl *pairLatency) rampAge(now time.Time) (time.Duration, bool) {
+	r := pl.ramp.Load()
+	if r == 0 {
+		return 0, false
+	}
+	age := time.Duration(max(int32(latencyStamp(now)-r), 0)) * latencyTick
+	return age, age < rampWindow
+}
+
+// latencyStamp reads t in latencyTicks since episodeEpoch, never 0 (which says "no ramp").
+func latencyStamp(t time.Time) uint32 { return max(uint32(t.Sub(episodeEpoch)/latencyTick), 1) }
 
 func packLatency(est float64, now time.Time) uint64 {
 	return uint64(math.Float32bits(float32(est)))<<32 | uint64(latencyStamp(now))
@@ -88,17 +115,23 @@ func (l *originLatency) tracking() bool {
 	return m != nil && len(*m) > 0
 }
 
-// estimate returns the expected latency, in seconds, of the pair of exit id at now: its tracked
-// estimate decayed towards typ by the time since its last answer, or typ when it is not tracked.
-func (l *originLatency) estimate(now time.Time, id uint32, typ float64) float64 {
+// lookup returns the tracked state of the pair of exit id, or nil.
+func (l *originLatency) lookup(id uint32) *pairLatency {
 	if !l.slow.get(id) {
-		return typ
+		return nil
 	}
 	m := l.tracked.Load()
 	if m == nil {
-		return typ
+		return nil
 	}
-	pl := (*m)[id]
+	return (*m)[id]
+}
+
+// estimate returns the expected latency, in seconds, of the pair of exit id at now: its tracked
+// estimate decayed towards typ by the time since its last answer, or typ when it is not tracked
+// as slow or has decayed under fastFactor × typ.
+func (l *originLatency) estimate(now time.Time, id uint32, typ float64) float64 {
+	pl := l.lookup(id)
 	if pl == nil {
 		return typ
 	}
@@ -106,7 +139,31 @@ func (l *originLatency) estimate(now time.Time, id uint32, typ float64) float64 
 	if est <= typ {
 		return typ
 	}
-	return typ + (est-typ)*math.Exp(-age.Seconds()/latencyDecay.Seconds())
+	if d := typ + (est-typ)*math.Exp(-age.Seconds()/latencyDecay.Seconds()); d >= fastFactor*typ {
+		return d
+	}
+	return typ
+}
+
+// ramped reports whether a candidate drawn for the pair of exit id takes part in a pick at now:
+// always, unless the pair is ramping, when with probability age/rampWindow (at least rampFloor);
+// r is a uniform random draw.
+func (l *originLatency) ramped(now time.Time, id uint32, r uint64) bool {
+	pl := l.lookup(id)
+	if pl == nil {
+		return true
+	}
+	age, ramping := pl.rampAge(now)
+	if !ramping {
+		return true
+	}
+	keep := max(age.Seconds()/rampWindow.Seconds(), rampFloor)
+	return float64(r>>11)/(1<<53) < keep
+}
+
+// startRamp makes the pair of exit id ramp from now (it just closed after a trip).
+func (l *originLatency) startRamp(now time.Time, id uint32) {
+	l.track(now, id, 0).ramp.Store(latencyStamp(now))
 }
 
 // observe takes one answer of the pair of exit id that took d.
@@ -125,7 +182,7 @@ func (l *originLatency) observe(now time.Time, id uint32, d time.Duration) {
 		}
 	}
 	if typ > 0 && s > slowFactor*typ && d > latencyFloor {
-		l.track(now, id, s)
+		l.track(now, id, s).ramp.Store(0)
 		return
 	}
 	// An untracked answer moves the typical. Load and store, not a CAS loop: an update lost to a
@@ -139,31 +196,46 @@ func (l *originLatency) observe(now time.Time, id uint32, d time.Duration) {
 }
 
 // update moves a tracked pair's estimate with answer s (seconds): up at once to a slower one
-// (peak), else towards it by the time since the last; a pair back near the typical is dropped.
+// (peak), else towards it by the time since the last; a pair back near the typical is dropped,
+// unless it is ramping (then only its estimate is).
 func (l *originLatency) update(now time.Time, id uint32, pl *pairLatency, s, typ float64) {
 	est, age := pl.load(now)
-	if s >= est {
+	_, ramping := pl.rampAge(now)
+	switch {
+	case est == 0 && s <= slowFactor*typ:
+		// A ramping pair that is not slow: its answers feed the typical as any untracked one's.
+		if !ramping {
+			l.untrack(id)
+		}
+		l.typical.Store(math.Float64bits(typ + (s-typ)*typicalWeight))
+		return
+	case s >= est:
 		est = s
-	} else {
+	default:
 		w := math.Exp(-age.Seconds() / latencyDecay.Seconds())
 		est = est*w + s*(1-w)
 	}
 	if est < fastFactor*typ {
-		l.untrack(id)
-		return
+		if !ramping {
+			l.untrack(id)
+			return
+		}
+		est = 0
 	}
 	pl.v.Store(packLatency(est, now))
 }
 
-// track starts tracking the pair of exit id with estimate s (seconds).
-func (l *originLatency) track(now time.Time, id uint32, s float64) {
+// track tracks the pair of exit id with estimate s (seconds; 0: not slow) and returns its state.
+func (l *originLatency) track(now time.Time, id uint32, s float64) *pairLatency {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	old := l.tracked.Load()
 	if old != nil {
 		if pl := (*old)[id]; pl != nil {
-			pl.v.Store(packLatency(s, now)) // tracked meanwhile
-			return
+			if est, _ := pl.load(now); s > 0 || est == 0 {
+				pl.v.Store(packLatency(s, now)) // tracked meanwhile
+			}
+			return pl
 		}
 	}
 	m := make(map[uint32]*pairLatency, mapLen(old)+1)
@@ -177,6 +249,7 @@ func (l *originLatency) track(now time.Time, id uint32, s float64) {
 	m[id] = pl
 	l.tracked.Store(&m)
 	l.slow.set(id, true)
+	return pl
 }
 
 // untrack stops tracking the pair of exit id: it costs the typical again.

@@ -18,7 +18,7 @@ func newLatencyPool(t *testing.T, n int) (*pool.Pool, *clock.Fake) {
 	for i := range n {
 		exits = append(exits, pool.MustParseExit(fmt.Sprintf("10.0.0.%d:3128", i+1)).WithLabel(fmt.Sprintf("e%d", i)))
 	}
-	p, err := pool.New(pool.WithExits(exits...), pool.WithClock(clk), pool.WithSeed(3),
+	p, err := pool.New(pool.WithExits(exits...), pool.WithClock(clk), pool.WithSeed(3), pool.WithInlineSweep(),
 		pool.WithOriginGuard(pool.OriginGuardSettings{Disabled: true}))
 	if err != nil {
 		t.Fatal(err)
@@ -125,5 +125,40 @@ func TestSlowForOneOriginOnly(t *testing.T) {
 	}
 	if got := shares(t, p, "b.test", 400); got["e0"] < 60 {
 		t.Errorf("b.test, for which e0 is fast: %v, want e0 near a fair 100 of 400", got)
+	}
+}
+
+// TestRecoveredPairRamps: a pair whose probe closed it after a ban takes its share back over
+// rampWindow (slow start), not in one step: a quarter of it at first, most of it half-way, all of
+// it once the window has passed.
+func TestRecoveredPairRamps(t *testing.T) {
+	p, clk := newLatencyPool(t, 4)
+	blocked := pool.Verdict{Outcome: pool.Transient, Class: pool.ClassBlocked}
+	l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.test", Exit: "e0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Report(blocked)
+	if ps, _ := pairOf(t, p, "shop.test"); ps.Breaker.State.String() != "open" {
+		t.Fatalf("e0 × shop.test after a block: %v, want open", ps.Breaker.State)
+	}
+	ps, _ := pairOf(t, p, "shop.test")
+	clk.Advance(ps.Breaker.NextProbe.Sub(clk.Now())) // its probe is due
+	answer(t, p, clk, "shop.test", "e0", 0) // the probe: the ban is over
+	if ps, _ := pairOf(t, p, "shop.test"); ps.Breaker.State.String() != "closed" {
+		t.Fatalf("e0 × shop.test after its probe succeeded: %v, want closed", ps.Breaker.State)
+	}
+	closed := clk.Now()
+	var got []int
+	for _, at := range []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second} {
+		clk.Advance(at - clk.Now().Sub(closed))
+		got = append(got, shares(t, p, "shop.test", 2000)["e0"])
+	}
+	t.Logf("e0's picks of 2000 at 0, 10, 20 and 40 s after it closed: %v (a full share is 500)", got)
+	if !(got[0] < got[1] && got[1] < got[2] && got[2] < got[3]) {
+		t.Errorf("e0's share after it closed: %v, want it to grow step by step", got)
+	}
+	if got[0] > 150 || got[3] < 400 {
+		t.Errorf("e0's share after it closed: %v of 2000, want at most 150 at first and at least 400 once ramped", got)
 	}
 }

@@ -238,6 +238,9 @@ func (pr *pair) StateChanged(t breaker.Transition) {
 		return
 	}
 	pr.noteEpisode(t)
+	if t.From == breaker.HalfOpen && t.To == breaker.Closed {
+		pr.origin.lat.startRamp(t.At, pr.id) // slow start (latency.go)
+	}
 	p := pr.origin.pool
 	if cur := p.set.Load().byID[pr.id]; cur != nil {
 		p.obs.stateChanged(StateChange{Scope: ScopePair, Exit: cur.exit, Origin: pr.origin.key, Transition: t})

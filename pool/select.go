@@ -158,10 +158,14 @@ func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, 
 		return nil, 0
 	}
 	if p.selection == Random || n == 1 {
+		ramps := o.lat.tracking()
 		for range sampleTries {
 			i := p.draw(g, sub)
 			if ok, _ := p.breakersReady(now, o, g, i, avoid); !ok {
 				continue
+			}
+			if ramps && !o.lat.ramped(now, g.id(i), p.rand()) {
+				continue // back from OPEN: not yet its full share (slow start)
 			}
 			if ok, _, _ := p.tokensReady(now, o, g, i); ok {
 				return g.exits[i], g.id(i)
@@ -170,7 +174,7 @@ func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, 
 		return nil, 0
 	}
 	var first candidate
-	have := false
+	have, ramps := false, o.lat.tracking()
 	for k := 0; k < sampleTries; k += 2 {
 		// Two candidates at a time, their pair bits and their exits loaded before either is
 		// judged: in a pool of many exits and origins each of these loads misses the cache, and
@@ -185,6 +189,9 @@ func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, 
 			}
 			if ok, _ := p.breakersReady(now, o, g, c.i, avoid); !ok {
 				continue
+			}
+			if ramps && !o.lat.ramped(now, c.id, p.rand()) {
+				continue // back from OPEN: not yet its full share (slow start)
 			}
 			if !have {
 				first, have = c, true
