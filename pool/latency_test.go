@@ -144,7 +144,7 @@ func TestRecoveredPairRamps(t *testing.T) {
 	}
 	ps, _ := pairOf(t, p, "shop.test")
 	clk.Advance(ps.Breaker.NextProbe.Sub(clk.Now())) // its probe is due
-	answer(t, p, clk, "shop.test", "e0", 0) // the probe: the ban is over
+	answer(t, p, clk, "shop.test", "e0", 0)          // the probe: the ban is over
 	if ps, _ := pairOf(t, p, "shop.test"); ps.Breaker.State.String() != "closed" {
 		t.Fatalf("e0 × shop.test after its probe succeeded: %v, want closed", ps.Breaker.State)
 	}
