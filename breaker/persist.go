@@ -39,14 +39,12 @@ func (b *Breaker) Restore(now time.Time, s Saved) bool {
 	if !ok {
 		return false
 	}
-	t := now.UnixNano()
 	var ev events
 	b.mu.Lock()
 	if s.Changed.UnixNano() < b.changedAt && !s.Changed.IsZero() {
 		b.mu.Unlock()
 		return false
 	}
-	from, _ := b.view(t)
 	if s.State == Closed && b.state == Closed {
 		// Nothing to move; keep the later memory of the backoff level.
 		changed := s.Level != int(b.level)
@@ -57,6 +55,17 @@ func (b *Breaker) Restore(now time.Time, s Saved) bool {
 		b.mu.Unlock()
 		return changed
 	}
+	b.applySaved(now, s, CauseRestored, &ev)
+	b.mu.Unlock()
+	b.deliver(&ev)
+	return true
+}
+
+// applySaved makes the breaker take s at now, with cause c, and adds the transition to ev. The
+// caller holds b.mu, and delivers ev after unlocking.
+func (b *Breaker) applySaved(now time.Time, s Saved, c Cause, ev *events) {
+	t := now.UnixNano()
+	from, _ := b.view(t)
 	b.level = uint8(min(max(s.Level, 0), b.p.maxLevel))
 	b.trips = s.Trips
 	if s.LastFailure != "" {
@@ -73,18 +82,41 @@ func (b *Breaker) Restore(now time.Time, s Saved) bool {
 		b.nextProbe = s.NextProbe.UnixNano()
 	}
 	b.publish(gen)
-	b.changedAt, b.cause = t, causeOf(CauseRestored)
+	b.changedAt, b.cause = t, causeOf(c)
 	if !s.Changed.IsZero() {
 		b.changedAt = s.Changed.UnixNano()
 	}
 	tr := Transition{
-		From: from, To: b.state, At: now, Cause: CauseRestored, Reason: b.lastReason(),
+		From: from, To: b.state, At: now, Cause: c, Reason: b.lastReason(),
 		Generation: b.generation(), Level: int(b.level), Trips: b.trips, Parked: b.parked,
 	}
 	if b.state == Open {
 		tr.NextProbe = time.Unix(0, b.nextProbe)
 	}
 	ev.add(tr)
+}
+
+// CauseOverride is the cause of a transition made by Override: an operator's hand.
+const CauseOverride Cause = "override"
+
+// Override is an operator's hand on the breaker at now: with until after now it opens the breaker
+// (parked: no probe) until then, whatever its policy would have done, recording reason as its last
+// failure; with a zero until it closes it, fresh (backoff level 0). Probes in flight lose their
+// slots. It calls the state-change callback with CauseOverride, and reports whether the state
+// changed. An override is no failure: the trip count is kept, and no backoff level grows.
+func (b *Breaker) Override(now time.Time, until time.Time, reason string) bool {
+	var ev events
+	b.mu.Lock()
+	from, _ := b.view(now.UnixNano())
+	s := Saved{State: Closed, Trips: b.trips, Changed: now}
+	if until.After(now) {
+		s.State, s.Parked, s.NextProbe, s.LastFailure = Open, true, until, reason
+		s.Level = int(b.level)
+	} else if from == Closed {
+		b.mu.Unlock()
+		return false
+	}
+	b.applySaved(now, s, CauseOverride, &ev)
 	b.mu.Unlock()
 	b.deliver(&ev)
 	return true

@@ -65,7 +65,7 @@ const (
 type cause uint8
 
 var causes = [...]Cause{"", CauseFailures, CauseRetryAfter, CausePermanent, CauseCooldown, CauseProbeOK,
-	CauseProbeFailed, CauseLeaseExpired, CauseRestored, CauseDecisive}
+	CauseProbeFailed, CauseLeaseExpired, CauseRestored, CauseDecisive, CauseOverride}
 
 func causeOf(c Cause) cause {
 	for i, k := range causes {
