@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -84,5 +85,33 @@ func TestBanAndRelease(t *testing.T) {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
 			t.Errorf("error %v, want one containing %q", c.err, c.want)
 		}
+	}
+}
+
+// TestCapacity: usable exits follow the breakers (a ban takes one out), a slow exit is counted,
+// and without a learned window the rate is unknown (0), never unlimited.
+func TestCapacity(t *testing.T) {
+	p, clk := newLatencyPool(t, 4)
+	for i := range 4 {
+		d := 10 * time.Millisecond
+		if i == 3 {
+			d = 2 * time.Second
+		}
+		for range 20 {
+			answer(t, p, clk, "shop.test", fmt.Sprintf("e%d", i), d)
+		}
+	}
+	if err := p.Ban("e0", "shop.test", time.Hour, ""); err != nil {
+		t.Fatal(err)
+	}
+	c := p.Capacity("shop.test")
+	if c.Exits != 4 || c.Usable != 3 || c.Slow != 1 || c.PerExit != 0 || c.Rate != 0 || c.ExitsFor(10) != 0 {
+		t.Errorf("Capacity = %+v, want 4 exits, 3 usable, 1 slow, no learned rate", c)
+	}
+	if c.Latency < 5*time.Millisecond || c.Latency > 50*time.Millisecond {
+		t.Errorf("Capacity.Latency = %v, want the typical 10 ms", c.Latency)
+	}
+	if n := (pool.Capacity{PerExit: 0.2}).ExitsFor(1); n != 5 {
+		t.Errorf("ExitsFor(1/s) at 0.2/s per exit = %d, want 5", n)
 	}
 }
