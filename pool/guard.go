@@ -103,6 +103,9 @@ type guardEntry struct {
 	// streak counts the Suspect answers (plain 403s, judged a block or not; never failed) in a
 	// row through the exit, the latest included, at most 255: 0 when the latest was another answer.
 	streak uint8
+	// served is the PathOf the exit's latest served answer (0: none known), kept through
+	// the Suspect answers after it.
+	served uint16
 }
 
 // suspect reports whether the exit's latest answer was a Suspect one.
@@ -152,7 +155,7 @@ func (g *originGuard) admit(now time.Time, origin string) (breaker.Permit, error
 // A Suspect answer (a plain 403, as judgeSuspect left it) counts as the origin answering, as a 403
 // always did: an exit tried, not failing. It is recorded as Suspect for the evidence, and a
 // disabled guard still records what the evidence needs, when the origin's policy asks for it.
-func (g *originGuard) observe(now time.Time, id uint32, v Verdict, pm breaker.Permit) (originsFault bool) {
+func (g *originGuard) observe(now time.Time, id uint32, v Verdict, pm breaker.Permit, path uint16) (originsFault bool) {
 	suspect := v.Suspect && v.Scope == ScopePair && (v.Outcome == Success || v.Outcome == Transient)
 	counts := v.Scope == ScopePair && (v.Outcome == Success || suspect || (v.Outcome == Transient && originPlausible(v.Class)))
 	failed := counts && v.Outcome == Transient && !suspect
@@ -161,7 +164,7 @@ func (g *originGuard) observe(now time.Time, id uint32, v Verdict, pm breaker.Pe
 			t := now.UnixNano()
 			g.mu.Lock()
 			g.lastSeen = t
-			g.record(id, t, false, suspect)
+			g.record(id, t, false, suspect, path)
 			g.mu.Unlock()
 		}
 		return false
@@ -190,7 +193,7 @@ func (g *originGuard) observe(now time.Time, id uint32, v Verdict, pm breaker.Pe
 	t := now.UnixNano()
 	g.mu.Lock()
 	g.lastSeen = t
-	g.record(id, t, failed, suspect)
+	g.record(id, t, failed, suspect, path)
 	trip := false
 	if failed {
 		tried, failing := g.tally(t - int64(g.cfg.Window))
@@ -218,7 +221,7 @@ func originPlausible(c Class) bool {
 }
 
 // record remembers the latest outcome through exit id, replacing the oldest entry if id is new.
-func (g *originGuard) record(id uint32, t int64, failed, suspect bool) {
+func (g *originGuard) record(id uint32, t int64, failed, suspect bool, path uint16) {
 	oldest, e := 0, (*guardEntry)(nil)
 	for i := range g.recent {
 		if g.recent[i].exit == id+1 {
@@ -237,6 +240,9 @@ func (g *originGuard) record(id uint32, t int64, failed, suspect bool) {
 	switch {
 	case !suspect:
 		e.streak = 0
+		if !failed && path != 0 {
+			e.served = path
+		}
 	case e.streak < 255:
 		e.streak++
 	}

@@ -46,7 +46,19 @@ type Lease struct {
 	p      *Pool
 	t      ticket
 	done   bool
-	judged bool // JudgeAt judged the verdict: the report does not judge it again
+	judged bool   // JudgeAt judged the verdict: the report does not judge it again
+	path   uint16 // PathOf the attempt's request path (SetPath); 0: unknown
+}
+
+// SetPath tells the lease which path its attempt asks for (PathOf of it is kept, no allocation),
+// before it is judged or reported: a plain 403 for a path the origin served this exit, or two
+// other exits, moments before is no page the site forbids everyone but a ban, even while no exit
+// is being served (a wave of bans; see SuspectEvidence). Package transport sets it for every
+// attempt; without it, that evidence is not used.
+func (l *Lease) SetPath(path string) {
+	if l.p != nil && !l.done {
+		l.path = PathOf(path)
+	}
 }
 
 // LeaseInfo describes a lease when it was picked.
@@ -111,12 +123,12 @@ func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
 	}
 	l.done = true
 	if v.Suspect && !l.judged {
-		v = l.p.judgeSuspect(now, &l.t, v) // rare: kept off the common report's path
+		v = l.p.judgeSuspect(now, &l.t, v, l.path) // rare: kept off the common report's path
 	}
 	if v.Outcome == Transient || v.Outcome == Permanent {
 		l.t.retries.avoidExit(l.t.exit.exit)
 	}
-	pair, exit := l.p.finish(now, &l.t, v)
+	pair, exit := l.p.finish(now, &l.t, v, l.path)
 	return Reported{PairState: pair, ExitState: exit, Verdict: v}
 }
 
@@ -132,7 +144,7 @@ func (l *Lease) JudgeAt(now time.Time, v Verdict) Verdict {
 		return v
 	}
 	l.judged = true
-	return l.p.judgeSuspect(now, &l.t, v)
+	return l.p.judgeSuspect(now, &l.t, v, l.path)
 }
 
 // Release is shorthand for ReleaseAt(now) with now read from the pool's clock.

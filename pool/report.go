@@ -17,12 +17,12 @@ import (
 //   - Transient or Permanent, exit scope: the exit fails (or is parked); the pair is neutral.
 //   - Permanent, pair scope: the pair is parked.
 //   - Neutral: nothing is counted; every slot is freed.
-func (p *Pool) finish(now time.Time, t *ticket, v Verdict) (pairAfter, exitAfter breaker.State) {
+func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAfter, exitAfter breaker.State) {
 	p.endAttempt(t)
 	if latencySample(v) {
 		t.origin.lat.observe(now, t.id, now.Sub(t.now))
 	}
-	originsFault := t.origin.guard.observe(now, t.id, v, t.originPm)
+	originsFault := t.origin.guard.observe(now, t.id, v, t.originPm, path)
 	exitPm := p.exitPermit(t)
 	p.adapt(now, t, v)
 	f := breaker.Failure{

@@ -21,9 +21,12 @@ const (
 	// the origin, and either this exit's answer before it was a Suspect one too while fewer than
 	// half of the exits that tried the origin (this one included) got a Suspect answer, or this is
 	// its SuspectProof-th Suspect answer in a row. A probe of a pair out for a ban counts as a
-	// second answer in a row: the ban goes on. Otherwise it is the site's answer (the Success it
-	// came as): one 403 through an exit that was being served is as likely a page the site forbids
-	// everyone as a ban.
+	// second answer in a row: the ban goes on. A Suspect answer for a path (Lease.SetPath) the
+	// origin served, within the Window, to this exit or to SuspectMinServed other exits is a block
+	// too, whatever the other exits get now: the site does not forbid that path to everyone, and in
+	// a wave of bans, while every exit is refused, the rule above sees none served. Otherwise it is
+	// the site's answer (the Success it came as): one 403 through an exit that was being served is
+	// as likely a page the site forbids everyone as a ban.
 	SuspectEvidence
 	// SuspectOff takes every Suspect answer as the site's: a Success, as if unmarked.
 	SuspectOff
@@ -61,7 +64,7 @@ func (s SuspectPolicy) String() string {
 // judgeSuspect returns v as the pool counts it: a Suspect success at pair scope judged by the
 // origin's policy and, for SuspectEvidence, by the guard's record of this exit and the others.
 // Every other verdict comes back as it was.
-func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict) Verdict {
+func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict, path uint16) Verdict {
 	if !v.Suspect || v.Outcome != Success || v.Scope != ScopePair {
 		return v
 	}
@@ -74,7 +77,7 @@ func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict) Verdict {
 		// A probe of a pair that is out for a ban meets the ban going on: it follows the answers
 		// that tripped the pair.
 		banned := t.pair != nil && t.pairState != breaker.Closed && t.pair.episode.Load() != 0
-		if !g.evidenceOfBlock(now, t.id, banned) {
+		if !g.evidenceOfBlock(now, t.id, banned, path) {
 			return v
 		}
 	}
@@ -84,11 +87,13 @@ func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict) Verdict {
 
 // evidenceOfBlock reports whether, at now, the guard's record shows the origin serving other
 // exits while refusing exit id (see SuspectEvidence); banned says the answer follows a ban of the
-// pair. Exit id's own entry is replaced by the answer being judged: it counts as one exit tried,
-// and as one Suspect answer, after the ones in a row its entry counted.
-func (g *originGuard) evidenceOfBlock(now time.Time, id uint32, banned bool) bool {
+// pair; path is the PathOf the answer's request (0: unknown). Exit id's own entry is replaced by the answer being
+// judged: it counts as one exit tried, and as one Suspect answer, after the ones in a row its
+// entry counted.
+func (g *originGuard) evidenceOfBlock(now time.Time, id uint32, banned bool, path uint16) bool {
 	since := now.UnixNano() - int64(g.cfg.Window)
 	tried, suspect, served, inRow := 1, 1, 0, 1
+	ownPath, pathServed := false, 0 // the path was served to this exit, to how many others
 	g.mu.Lock()
 	for _, e := range g.recent {
 		if e.exit == 0 || e.at <= since {
@@ -96,7 +101,11 @@ func (g *originGuard) evidenceOfBlock(now time.Time, id uint32, banned bool) boo
 		}
 		if e.exit == id+1 {
 			inRow += int(e.streak)
+			ownPath = path != 0 && e.served == path
 			continue
+		}
+		if path != 0 && e.served == path {
+			pathServed++
 		}
 		tried++
 		switch {
@@ -109,6 +118,9 @@ func (g *originGuard) evidenceOfBlock(now time.Time, id uint32, banned bool) boo
 	g.mu.Unlock()
 	if banned {
 		inRow = max(inRow, 2)
+	}
+	if ownPath || pathServed >= SuspectMinServed {
+		return true // the site serves this path: not one it forbids everyone
 	}
 	return served >= SuspectMinServed && (inRow >= SuspectProof || (inRow >= 2 && 2*suspect < tried))
 }

@@ -115,7 +115,8 @@ func TestIntegPlain403ByEvidence(t *testing.T) {
 	}
 	const inRow = 2 // the first is the site's answer, the second a block, and a block trips at once
 	for i := range inRow {
-		if got := get(banned.URL, "X"); got != http.StatusForbidden {
+		// Another path than Y's and Z's: one the site never served, which it might forbid everyone.
+		if got := get(banned.URL+"/x", "X"); got != http.StatusForbidden {
 			t.Fatalf("step %d: Get(banned) via X = %d, want 403", i, got)
 		}
 	}
@@ -170,7 +171,12 @@ func TestIntegPlain403BanIsABlockEverywhere(t *testing.T) {
 		{"X", http.StatusForbidden, block}, // the second, while Y and Z are served: a ban
 	}
 	for i, s := range steps {
-		req, err := http.NewRequestWithContext(transport.ContextWithExit(context.Background(), s.exit), http.MethodGet, banned.URL, nil)
+		// X asks for another path than Y and Z were served: one the site might forbid everyone.
+		path := "/"
+		if s.exit == "X" {
+			path = "/x"
+		}
+		req, err := http.NewRequestWithContext(transport.ContextWithExit(context.Background(), s.exit), http.MethodGet, banned.URL+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

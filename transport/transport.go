@@ -216,6 +216,9 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		at.Err = err
 	}
 	v := t.classifier.Classify(at)
+	if out.URL != nil {
+		a.lease.SetPath(out.URL.Path) // what the plain-403 judgement compares (pool.Lease.SetPath)
+	}
 	if v.Suspect {
 		// The pool's judgement of a plain 403 (a ban, or the site's answer), now: the caller and
 		// the observers are told the verdict the breakers count, and a ban fails here, as a block.
