@@ -101,6 +101,7 @@ type Proxy struct {
 	requests atomic.Int64
 	connects atomic.Int64
 	rejected atomic.Int64
+	bytes    clientBytes // on client connections (bytes.go)
 }
 
 // Start validates cfg, listens on 127.0.0.1 with a kernel-chosen port and serves until Close.
@@ -200,6 +201,7 @@ func (p *Proxy) acceptLoop() {
 			}
 			continue
 		}
+		c = &countedClient{Conn: c, b: &p.bytes}
 		if !p.track(c) {
 			c.Close()
 			return
