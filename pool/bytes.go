@@ -104,3 +104,26 @@ type OriginTraffic struct {
 	Origin string  `json:"origin"`
 	Bytes  Traffic `json:"bytes"`
 }
+
+// AddTraffic counts tr, bytes that moved through e for origin outside any lease's report, towards
+// the same totals as Lease.ReportTrafficAt: package transport counts here what a connection
+// carried after its last attempt claimed its bytes, or without one (its TLS close; a connection
+// dialled for a request that another connection served). An exit no longer in the pool counts
+// nothing, and the origin's total counts only while the pool keeps the origin. Safe for
+// concurrent use.
+func (p *Pool) AddTraffic(e *Exit, origin string, tr Traffic) {
+	if e == nil || tr == (Traffic{}) {
+		return
+	}
+	es := p.set.Load().byLabel[e.label]
+	if es == nil {
+		return
+	}
+	p.traffic.counter(es.id).add(tr)
+	p.omu.RLock()
+	o := p.origins[origin]
+	p.omu.RUnlock()
+	if o != nil && !o.isDead() {
+		o.traffic.add(tr)
+	}
+}

@@ -162,4 +162,3 @@ func TestIntegSlowForOneSiteKeepsItsShareOfAnother(t *testing.T) {
 		t.Errorf("site A: the exit slow for it carried %v, want under 10 %%", a)
 	}
 }
-

@@ -1,6 +1,7 @@
 package proxytest
 
 import (
+	"context"
 	"net"
 	"sync/atomic"
 )
@@ -46,4 +47,23 @@ func (c *countedClient) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return c.Conn.Close()
+}
+
+// AwaitClientsGone returns once no client connection is open — each has been hung up by its
+// client, or cut by Close — with the byte counts of the connections final, or with ctx's error
+// when ctx ends first.
+func (p *Proxy) AwaitClientsGone(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		n := p.clients
+		p.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-p.hangups:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
