@@ -102,3 +102,30 @@ func TestReportTrafficConcurrent(t *testing.T) {
 		t.Errorf("sum of Exits[].Bytes = %+v, want %+v", sum, want)
 	}
 }
+
+// TestAddTraffic: bytes counted outside a lease reach the exit's total, and the origin's when the
+// pool keeps that origin; an origin it does not keep is not made for them, and an exit removed
+// from the pool counts nothing.
+func TestAddTraffic(t *testing.T) {
+	p, clk := newLeasePool(t)
+	e := p.Exits()[0]
+	l := mustPick(t, p, "kept.example")
+	l.ReportTrafficAt(clk.Now(), okVerdict, pool.Traffic{Sent: 1})
+	p.AddTraffic(e, "kept.example", pool.Traffic{Sent: 10, Received: 20})
+	p.AddTraffic(e, "unknown.example", pool.Traffic{Sent: 100})
+	s := p.Snapshot()
+	if got, want := s.Exits[0].Bytes, (pool.Traffic{Sent: 111, Received: 20}); got != want {
+		t.Errorf("Exits[0].Bytes = %+v, want %+v", got, want)
+	}
+	if want := []pool.OriginTraffic{{Origin: "kept.example", Bytes: pool.Traffic{Sent: 11, Received: 20}}}; len(s.Traffic) != 1 || s.Traffic[0] != want[0] {
+		t.Errorf("Traffic = %+v, want %+v", s.Traffic, want)
+	}
+	if err := p.Remove(e.Label()); err != nil {
+		t.Fatal(err)
+	}
+	p.AddTraffic(e, "kept.example", pool.Traffic{Sent: 1000}) // must not panic or count
+	p.AddTraffic(nil, "kept.example", pool.Traffic{Sent: 1000})
+	if got := p.Snapshot().Traffic; len(got) != 1 || got[0].Bytes.Sent != 11 {
+		t.Errorf("Traffic after AddTraffic for a removed exit = %+v, want kept.example's 11 bytes sent", got)
+	}
+}
