@@ -80,9 +80,7 @@ func TestReportTrafficConcurrent(t *testing.T) {
 	const workers, rounds = 8, 200
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range rounds {
 				l, err := p.Pick(context.Background(), pool.Request{Origin: "c.example"})
 				if err != nil {
@@ -91,7 +89,7 @@ func TestReportTrafficConcurrent(t *testing.T) {
 				}
 				l.ReportTrafficAt(p.Clock().Now(), okVerdict, pool.Traffic{Sent: 3, Received: 5})
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	var sum pool.Traffic

@@ -78,6 +78,20 @@ func trafficNear(t *testing.T, what string, got, want int64) {
 	}
 }
 
+// trafficThrough starts a proxytest proxy with cfg, and a transport whose one exit, labelled
+// cfg.Name, is that proxy, trusting servers and observed; all closed when the test ends.
+func trafficThrough(t *testing.T, cfg proxytest.Config, servers ...*httptest.Server) (*proxytest.Proxy, *transport.Transport, *http.Client, *integObserver) {
+	t.Helper()
+	px, err := proxytest.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	obs := &integObserver{}
+	tr, c := integNew(t, servers, pool.WithExits(integExit(t, px.URL(), cfg.Name)), transport.WithObserver(obs))
+	return px, tr, c, obs
+}
+
 // TestTrafficMatchesProxySockets: the bytes the transport counts per exit (Snapshot), per origin
 // (Snapshot.Traffic) and per attempt (AttemptResult.Bytes, summed) are within 1 % of what a real
 // forward proxy counted on its client-side sockets (the transport's own totals are read after its
@@ -126,21 +140,12 @@ func TestTrafficMatchesProxySockets(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			origin := trafficOrigin(t, tc.tls, tc.h2)
-			px, err := proxytest.Start(proxytest.Config{Name: "counting", SOCKS5: tc.socks, User: "u", Pass: "secret"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer px.Close()
-			obs := &integObserver{}
-			tr, c := integNew(t, []*httptest.Server{origin},
-				pool.WithExits(integExit(t, px.URL(), "counting")), transport.WithObserver(obs))
+			px, tr, c, obs := trafficThrough(t, proxytest.Config{Name: "counting", SOCKS5: tc.socks, User: "u", Pass: "secret"}, origin)
 			var wg sync.WaitGroup
 			for range tc.concurrent {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					tc.send(t, c, origin.URL, tc.proto)
-				}()
+				})
 			}
 			wg.Wait()
 			if t.Failed() {
@@ -181,13 +186,7 @@ func TestTrafficMatchesProxySockets(t *testing.T) {
 // holds its own attempts.
 func TestTrafficPerAttemptAndOrigin(t *testing.T) {
 	small, large := trafficOrigin(t, false, false), trafficOrigin(t, false, false)
-	px, err := proxytest.Start(proxytest.Config{Name: "shared"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
-	obs := &integObserver{}
-	tr, c := integNew(t, nil, pool.WithExits(integExit(t, px.URL(), "shared")), transport.WithObserver(obs))
+	px, tr, c, obs := trafficThrough(t, proxytest.Config{Name: "shared"})
 	sizes := []int{100, 200_000, 300, 400_000}
 	for i, n := range sizes {
 		base := small.URL
@@ -267,13 +266,7 @@ func TestTrafficAddsNoAllocations(t *testing.T) {
 // and the attempt's bytes are counted all the same.
 func TestTrafficKeepsCallersTrace(t *testing.T) {
 	origin := trafficOrigin(t, false, false)
-	px, err := proxytest.Start(proxytest.Config{Name: "traced"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
-	obs := &integObserver{}
-	_, c := integNew(t, nil, pool.WithExits(integExit(t, px.URL(), "traced")), transport.WithObserver(obs))
+	_, _, c, obs := trafficThrough(t, proxytest.Config{Name: "traced"})
 	var gotConn, firstByte atomic.Int32
 	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
 		GotConn:              func(httptrace.GotConnInfo) { gotConn.Add(1) },

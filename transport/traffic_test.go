@@ -13,18 +13,14 @@ func TestClaimCounterSharesAreDisjoint(t *testing.T) {
 	const writers, claimers, rounds = 4, 4, 2000
 	var wg sync.WaitGroup
 	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range rounds {
 				total.Add(3)
 			}
-		}()
+		})
 	}
 	for range claimers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range rounds {
 				n := claimCounter(&claimed, &total)
 				if n < 0 {
@@ -33,7 +29,7 @@ func TestClaimCounterSharesAreDisjoint(t *testing.T) {
 				}
 				sum.Add(n)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	sum.Add(claimCounter(&claimed, &total))
