@@ -47,7 +47,10 @@ type connCounter struct {
 // wrap returns c counted; ctx is the dial's, which carries the dialling attempt's values.
 func (k connCounter) wrap(ctx context.Context, c net.Conn) *countedConn {
 	cc := &countedConn{Conn: c, owner: k}
-	if a, ok := ctx.Value(attemptKey).(*attempt); ok && k.pool != nil {
+	if k.pool == nil {
+		return cc
+	}
+	if a, ok := ctx.Value(attemptKey).(*attempt); ok {
 		cc.origin = a.info.Origin
 	}
 	return cc
