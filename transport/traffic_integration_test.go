@@ -27,6 +27,7 @@ func trafficOrigin(t *testing.T, tls, h2 bool) *httptest.Server {
 		if size, ok := strings.CutPrefix(r.URL.Path, "/size/"); ok {
 			k, _ := strconv.Atoi(size)
 			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Length", size) // not chunked: a response is its body plus a header
 			w.Write(bytes.Repeat([]byte{'x'}, k))
 			return
 		}
