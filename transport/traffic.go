@@ -22,9 +22,11 @@ import (
 // had arrived by then, and the rest of its body goes to the next attempt on the connection; and the
 // next request on a kept-alive connection may start before the attempt before it has claimed. On an
 // HTTP/2 connection carrying several attempts at once, an attempt claims its siblings' bytes so
-// far as well as its own. Bytes no attempt claims — the TLS close of an idle connection, a
-// connection that never carried a request (a refused CONNECT) — are not counted. With WithBase,
-// or a template whose DialTLSContext dials an https:// proxy, nothing is counted.
+// far as well as its own. What no attempt claims — the TLS close of an idle connection, a
+// connection that never carried a request (a refused CONNECT, an HTTP/2 connection net/http dialled
+// in a race and dropped) — the connection counts for its exit when it closes, and for the origin of
+// the attempt that dialled it (pool.Pool.AddTraffic): it is on no AttemptResult. With WithBase, or
+// a template whose DialTLSContext dials an https:// proxy, nothing is counted.
 
 // countedConn is a connection to an exit's proxy that counts the bytes read and written on it.
 type countedConn struct {
