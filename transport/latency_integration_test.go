@@ -162,3 +162,4 @@ func TestIntegSlowForOneSiteKeepsItsShareOfAnother(t *testing.T) {
 		t.Errorf("site A: the exit slow for it carried %v, want under 10 %%", a)
 	}
 }
+
