@@ -148,6 +148,7 @@ const (
 	kindGuardTrip
 	kindRefusal
 	kindWait
+	kindBytes
 )
 
 func newLabeler(originLabel func(string) string, max int) *labeler {

@@ -7,7 +7,7 @@
 //	            → base http.Transport → Classifier → Lease.Report → breakers
 //	            → Observer.StateChanged (pool.Observer: trips)
 //	            → Observer.AttemptFinished: verdict attributes, transition events, span ended,
-//	              attempt counter and duration histogram
+//	              attempt counter, duration histogram, bytes counter (AttemptResult.Bytes)
 //	Pool.Pick refused or throttled → Observer.Refused, Observer.Throttled (pool.Observer)
 //	Prometheus/OTLP reader → callback (Observer.Bind) → Pool.Snapshot → breaker state gauges
 //

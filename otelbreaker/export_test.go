@@ -1,6 +1,7 @@
 package otelbreaker_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/proxybreaker/proxybreaker/otelbreaker"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/ratelimit"
+	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // export is everything a bench exported after exportAll's events: the SDK's metrics (manual
@@ -61,6 +63,12 @@ func exportAll(t *testing.T) export {
 		b.get(time.Duration(11+i)*time.Second, down)
 	}
 	b.get(20*time.Second, "https://auth.example/") // alpha parked
+	// The scripted base moves no bytes over a wire (TestBytesCounter sends real ones): an attempt's
+	// as the transport reports it.
+	b.obs.AttemptFinished(context.Background(), transport.AttemptResult{
+		AttemptInfo: transport.AttemptInfo{LeaseInfo: pool.LeaseInfo{Exit: b.tr.Pool().Exits()[0], Origin: "shop.example"}},
+		Bytes:       pool.Traffic{Sent: 300, Received: 4000},
+	})
 
 	e := export{b: b, rm: b.collect(21 * time.Second)}
 	names := map[string]bool{}
@@ -100,7 +108,7 @@ var allInstruments = []string{
 	otelbreaker.MetricBreakerState, otelbreaker.MetricTimeToProbe, otelbreaker.MetricBreakers,
 	otelbreaker.MetricParkedExits, otelbreaker.MetricTrips, otelbreaker.MetricGuardTrips,
 	otelbreaker.MetricAttempts, otelbreaker.MetricAttemptTime, otelbreaker.MetricRefusals,
-	otelbreaker.MetricRateLimitWait,
+	otelbreaker.MetricRateLimitWait, otelbreaker.MetricBytes,
 }
 
 // ours returns the families of the observer's instruments (not the exporter's target_info).

@@ -19,6 +19,7 @@ const (
 	MetricAttemptTime   = "proxybreaker.attempt.duration"
 	MetricRefusals      = "proxybreaker.refusals"
 	MetricRateLimitWait = "proxybreaker.ratelimit.wait"
+	MetricBytes         = "proxybreaker.bytes"
 )
 
 // State values of the proxybreaker.breaker.state gauge.
@@ -47,6 +48,7 @@ type instruments struct {
 	duration    metric.Float64Histogram
 	refusals    metric.Int64Counter
 	wait        metric.Float64Histogram
+	bytes       metric.Int64Counter
 }
 
 // newInstruments creates every instrument on m. An instrument the meter cannot create is reported
@@ -92,6 +94,9 @@ func newInstruments(m metric.Meter) *instruments {
 		metric.WithDescription("Time requests waited for a rate-limit token."),
 		metric.WithExplicitBucketBoundaries(waitBuckets...))
 	handle()
+	in.bytes, err = m.Int64Counter(MetricBytes, metric.WithUnit("By"),
+		metric.WithDescription("Bytes attempts moved to (transmit) and from (receive) the proxy, as counted on the exit's connections: headers, bodies, and CONNECT, SOCKS5 and TLS."))
+	handle()
 
 	var nm noop.Meter
 	if in.state == nil {
@@ -123,6 +128,9 @@ func newInstruments(m metric.Meter) *instruments {
 	}
 	if in.wait == nil {
 		in.wait, _ = nm.Float64Histogram(MetricRateLimitWait)
+	}
+	if in.bytes == nil {
+		in.bytes, _ = nm.Int64Counter(MetricBytes)
 	}
 	return &in
 }

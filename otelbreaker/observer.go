@@ -211,13 +211,19 @@ func (o *Observer) startAttributes(span trace.Span, a *transport.AttemptInfo) {
 }
 
 // AttemptFinished records the attempt's verdict: span attributes and events, then the span's end,
-// the attempts counter and the duration histogram.
+// the attempts counter, the duration histogram and the bytes counter.
 func (o *Observer) AttemptFinished(ctx context.Context, r transport.AttemptResult) {
 	v := &r.Verdict
 	exit, origin := o.lab.labels(r.Exit.Label(), r.Origin)
 	outcome := v.Outcome.String()
 	o.in.attempts.Add(ctx, 1, o.lab.option(optKey{kind: kindAttempt, exit: exit, origin: origin, a: outcome, b: string(v.Class)}, buildAttempt).add...)
 	o.in.duration.Record(ctx, r.Latency.Seconds(), o.lab.option(optKey{kind: kindDuration, exit: exit, origin: origin, a: outcome}, buildDuration).rec...)
+	if r.Bytes.Sent > 0 {
+		o.in.bytes.Add(ctx, r.Bytes.Sent, o.lab.option(optKey{kind: kindBytes, exit: exit, origin: origin, a: directionTransmit}, buildBytes).add...)
+	}
+	if r.Bytes.Received > 0 {
+		o.in.bytes.Add(ctx, r.Bytes.Received, o.lab.option(optKey{kind: kindBytes, exit: exit, origin: origin, a: directionReceive}, buildBytes).add...)
+	}
 
 	ac, _ := ctx.Value(spanKey{}).(*attemptCtx)
 	if ac == nil || !ac.span.IsRecording() {
@@ -265,6 +271,17 @@ func (o *Observer) AttemptFinished(ctx context.Context, r transport.AttemptResul
 func buildAttempt(k optKey) attribute.Set {
 	kv := exitOrigin(make([]attribute.KeyValue, 0, 4), k.exit, k.origin)
 	return attribute.NewSet(append(kv, AttrOutcome.String(k.a), AttrClass.String(k.b))...)
+}
+
+// The values of network.io.direction on the bytes counter.
+const (
+	directionTransmit = "transmit"
+	directionReceive  = "receive"
+)
+
+func buildBytes(k optKey) attribute.Set {
+	kv := exitOrigin(make([]attribute.KeyValue, 0, 3), k.exit, k.origin)
+	return attribute.NewSet(append(kv, semconv.NetworkIODirectionKey.String(k.a))...)
 }
 
 func buildDuration(k optKey) attribute.Set {

@@ -56,6 +56,7 @@ type Pool struct {
 	gone      bitTable      // removed exits
 	forgotten bitTable      // removed exits whose state is forgotten for good (lifeForgotten)
 	inflight  counterTable
+	traffic   trafficTable // bytes moved, per exit id (bytes.go)
 	// lazyPairs: a pair gets a breaker only when it first fails (see finish). Successes of a pair
 	// with no breaker need no counting unless the failure-ratio condition is on, and it needs no
 	// bucket unless every pair is rate-limited.
@@ -209,6 +210,8 @@ type originState struct {
 	// in flight per exit (load.go).
 	lat  originLatency
 	load originLoad
+	// traffic is the bytes its attempts moved (bytes.go).
+	traffic trafficCounter
 }
 
 type pair struct {

@@ -15,6 +15,10 @@ type Snapshot struct {
 	Exits   []ExitStatus   `json:"exits"`
 	Pairs   []PairStatus   `json:"pairs"`
 	Origins []OriginStatus `json:"origins"`
+	// Traffic is the bytes moved per origin, through every exit, for the origins the pool keeps
+	// (an origin the idle sweep forgets takes its total with it), sorted by origin; origins that
+	// moved nothing are left out.
+	Traffic []OriginTraffic `json:"traffic,omitempty"`
 }
 
 // ExitStatus is one exit's own breaker.
@@ -24,6 +28,8 @@ type ExitStatus struct {
 	Weight   float64          `json:"weight"`
 	InFlight int              `json:"in_flight"`
 	Breaker  breaker.Snapshot `json:"breaker"`
+	// Bytes is what the exit's attempts moved since it joined the pool (Lease.ReportTrafficAt).
+	Bytes Traffic `json:"bytes"`
 }
 
 // PairStatus is one (exit, origin) breaker. Pairs the pool holds no breaker for are CLOSED and
@@ -55,6 +61,7 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 		s.Exits = append(s.Exits, ExitStatus{
 			Exit: es.exit.label, Tier: es.exit.tier, Weight: es.exit.weight,
 			InFlight: int(p.inflight.get(es.id)), Breaker: es.wide.Snapshot(now),
+			Bytes: p.traffic.lookup(es.id).load(),
 		})
 	}
 	for _, o := range p.originList() {
@@ -71,6 +78,9 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 			s.Pairs = append(s.Pairs, ps)
 		}
 		o.mu.RUnlock()
+		if tr := o.traffic.load(); tr != (Traffic{}) {
+			s.Traffic = append(s.Traffic, OriginTraffic{Origin: o.key, Bytes: tr})
+		}
 		if !o.guard.cfg.Disabled {
 			s.Origins = append(s.Origins, OriginStatus{Origin: o.key, Breaker: o.guard.b.Snapshot(now)})
 		}
@@ -80,5 +90,6 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 		return cmp.Or(cmp.Compare(a.Exit, b.Exit), cmp.Compare(a.Origin, b.Origin))
 	})
 	slices.SortFunc(s.Origins, func(a, b OriginStatus) int { return cmp.Compare(a.Origin, b.Origin) })
+	slices.SortFunc(s.Traffic, func(a, b OriginTraffic) int { return cmp.Compare(a.Origin, b.Origin) })
 	return s
 }

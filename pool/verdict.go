@@ -95,13 +95,11 @@ const (
 	ClassNotAttempted Class = "not_attempted" // the request never left (no exit, origin unhealthy)
 )
 
-// Verdict is a Classifier's judgement of one attempt.
+// Verdict is a Classifier's judgement of one attempt. Its flags sit beside Outcome and Scope, so
+// that it packs into 48 bytes (it lives in each transport attempt).
 type Verdict struct {
 	Outcome Outcome
 	Scope   Scope
-	Class   Class
-	// RetryAfter is the origin's Retry-After, when it sent one (429, 503, challenge pages).
-	RetryAfter time.Duration
 	// Soft makes a Transient verdict count half toward the pair's breaker.
 	Soft bool
 	// ConnLevel marks connection-level trouble (timeouts, resets, dropped tunnels), which also counts
@@ -116,6 +114,9 @@ type Verdict struct {
 	// stays the Success it was. Only a Success at pair scope is judged; on other verdicts the flag
 	// does nothing.
 	Suspect bool
+	Class   Class
+	// RetryAfter is the origin's Retry-After, when it sent one (429, 503, challenge pages).
+	RetryAfter time.Duration
 	// Detector names the soft-block detector that matched, for ClassBlocked ("forbidden" when the
 	// pool judged a Suspect answer a block).
 	Detector string

@@ -52,6 +52,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	},
 	"short":  short,
 	"rate":   rateText,
+	"bytes":  bytesText,
 	"word":   func(b Breaker) string { return word(true, b.State, b.Parked) },
 	"cword":  cellWord,
 	"cls":    func(b Breaker) string { return class(true, b.State, b.Parked) },
@@ -69,6 +70,21 @@ func when(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format("15:04:05 MST")
+}
+
+// bytesText is a byte count as the exits table shows it: "512 B", "1.5 KiB", "10.0 MiB".
+func bytesText(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, unit := float64(n)/1024, "KiB"
+	for _, u := range []string{"MiB", "GiB", "TiB"} {
+		if v < 1024 {
+			break
+		}
+		v, unit = v/1024, u
+	}
+	return fmt.Sprintf("%.1f %s", v, unit)
 }
 
 // short is a duration in seconds as the grid's cells show it: "45s", "15m", "2h5m".

@@ -89,6 +89,9 @@ type ExitRow struct {
 	// PairsOpen and PairsHalfOpen count the exit's pairs in those states, all origins.
 	PairsOpen     int `json:"pairs_open"`
 	PairsHalfOpen int `json:"pairs_half_open"`
+	// Bytes is what the exit carried to and from its proxy since it joined the pool
+	// (pool.ExitStatus.Bytes).
+	Bytes pool.Traffic `json:"bytes"`
 }
 
 // PairRow is one (exit, origin) breaker. ExitParked marks pairs whose exit is parked: the pair's own
@@ -161,7 +164,7 @@ func build(s pool.Snapshot, l layout) Table {
 	exitAt := make(map[string]int, len(s.Exits))
 	for _, e := range s.Exits {
 		exitAt[e.Exit] = len(t.Exits)
-		t.Exits = append(t.Exits, ExitRow{Exit: e.Exit, Tier: e.Tier, Weight: e.Weight, InFlight: e.InFlight,
+		t.Exits = append(t.Exits, ExitRow{Exit: e.Exit, Tier: e.Tier, Weight: e.Weight, InFlight: e.InFlight, Bytes: e.Bytes,
 			Breaker: view(e.Breaker, s.At), Display: name(e.Exit)})
 	}
 	origins := map[string]bool{}

@@ -36,6 +36,7 @@ type attempt struct {
 	rc      io.ReadCloser
 	status  int
 	verdict pool.Verdict // a successful attempt's verdict, applied when the body ends
+	trace   *connTrace   // notes the attempt's connection, whose bytes it claims (traffic.go); nil with WithBase
 	done    atomic.Bool
 	phase   atomic.Int32 // phaseHeaders, phaseTimedOut, phaseBody
 
@@ -89,11 +90,13 @@ func (a *attempt) finish(v pool.Verdict, status int, err error) {
 	}
 	a.stopTimer()
 	now := a.t.clock.Now()
-	after := a.lease.ReportAt(now, v)
+	tr := a.traffic()
+	after := a.lease.ReportTrafficAt(now, v, tr)
 	if len(a.t.obs) > 0 {
 		a.t.obs.finished(a.ctx, AttemptResult{
 			AttemptInfo: a.info, Verdict: after.Verdict, StatusCode: status, Err: err,
 			Latency: now.Sub(a.info.At), PairStateAfter: after.PairState, ExitStateAfter: after.ExitState,
+			Bytes: tr,
 		})
 	}
 }

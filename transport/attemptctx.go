@@ -145,14 +145,19 @@ func (a *attempt) Err() error {
 	return a.ctxErr
 }
 
-// Value carries the exit (ExitFromContext) and the attempt (VerdictFromResponse); any other key is
-// the caller's context's.
+// Value carries the exit (ExitFromContext), the attempt (VerdictFromResponse) and, for net/http,
+// the attempt's httptrace hooks, composed with the caller's (traffic.go); any other key is the
+// caller's context's.
 func (a *attempt) Value(key any) any {
 	switch key {
 	case exitKey:
 		return a.info.Exit
 	case attemptKey:
 		return a
+	case traceKey:
+		if a.trace != nil {
+			return &a.trace.trace
+		}
 	}
 	return a.parent.Value(key)
 }

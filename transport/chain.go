@@ -39,7 +39,7 @@ func (t *Transport) exitRoundTripper(e *pool.Exit) http.RoundTripper {
 	c.once.Do(func() {
 		rt := t.base
 		if rt == nil {
-			c.own = newExitTransport(e, t.template, t.resolver)
+			c.own = newExitTransport(t.pool, e, t.template, t.resolver)
 			rt = c.own
 		}
 		for i := len(t.exitMW) - 1; i >= 0; i-- {

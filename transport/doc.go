@@ -4,8 +4,10 @@
 //	http.Client → Transport.RoundTrip → per-request middleware (WithMiddleware)
 //	            → origin key → pool.Pool.Pick → lease on an exit
 //	            → the exit's chain: per-exit middleware (WithExitMiddleware) → the exit's own
-//	              *http.Transport (proxy = that exit) → response or error
-//	            → Classifier → pool.Verdict → Lease.Report → breakers → observers
+//	              *http.Transport (proxy = that exit; its connections count their bytes)
+//	              → response or error
+//	            → Classifier → pool.Verdict → Lease.ReportTrafficAt → breakers, byte totals
+//	            → observers (AttemptResult.Bytes)
 //	            → (success) verdict confirmed when the body ends
 //
 // Build the pool, then the transport over it:

@@ -50,6 +50,11 @@ type AttemptResult struct {
 	Latency    time.Duration
 	// PairStateAfter and ExitStateAfter are the breakers' states once the verdict was applied.
 	PairStateAfter, ExitStateAfter breaker.State
+	// Bytes is what the attempt moved to and from the proxy, as counted on the exit's connection
+	// and reported to the pool (pool.Lease.ReportTrafficAt): exact for HTTP/1.1, shared between
+	// the attempts of one HTTP/2 connection in flight together; zero with WithBase. The attribution
+	// rules are in docs/metrics.md.
+	Bytes pool.Traffic
 }
 
 // observers fans attempt events out to every Observer.

@@ -26,7 +26,7 @@ func (f forwardDialer) DialContext(ctx context.Context, network, addr string) (n
 // socks5 resolves it here first. A proxy that turns the credentials down fails the dial with a
 // *socksAuthError, told from the SOCKS5 replies themselves (socksWatch), not from x/net/proxy's
 // message text.
-func socksDialer(e *pool.Exit, template *http.Transport, resolver *net.Resolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func socksDialer(e *pool.Exit, template *http.Transport, resolver *net.Resolver, counter connCounter) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	u := e.ProxyURL()
 	var auth *proxy.Auth
 	if u.User != nil {
@@ -58,12 +58,14 @@ func socksDialer(e *pool.Exit, template *http.Transport, resolver *net.Resolver)
 		// A dialer per connection, so that this dial's handshake is the one watched. proxy.SOCKS5
 		// only allocates; the TCP and SOCKS handshakes that follow cost far more.
 		var watch *socksWatch
+		var counted *countedConn // under the handshake, so that it counts too (traffic.go)
 		d, err := proxy.SOCKS5("tcp", u.Host, auth, forwardDialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := forward(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
-			watch = &socksWatch{Conn: c, userPass: auth != nil}
+			counted = counter.wrap(ctx, c)
+			watch = &socksWatch{Conn: counted, userPass: auth != nil}
 			return watch, nil
 		}))
 		if err != nil { // only for an unknown network, which net/http never asks for
@@ -73,9 +75,21 @@ func socksDialer(e *pool.Exit, template *http.Transport, resolver *net.Resolver)
 		if err != nil && watch != nil && watch.authRejected() {
 			return nil, &socksAuthError{exit: e.Label(), err: err}
 		}
-		return c, err
+		if err != nil {
+			return nil, err
+		}
+		return &socksConn{Conn: c, counted: counted}, nil
 	}
 }
+
+// socksConn is a connection through a SOCKS5 proxy, as x/net/proxy returned it, naming the
+// *countedConn beneath it (countedOf).
+type socksConn struct {
+	net.Conn
+	counted *countedConn
+}
+
+func (c *socksConn) countedConn() *countedConn { return c.counted }
 
 // socksWatch is the connection to a SOCKS5 proxy, watching the first bytes the proxy sends: its
 // method selection (RFC 1928: VER METHOD) and, when credentials were offered and it chose

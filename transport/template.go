@@ -31,8 +31,11 @@ func DefaultBaseTemplate() *http.Transport {
 	}
 }
 
-func newExitTransport(e *pool.Exit, template *http.Transport, resolver *net.Resolver) *http.Transport {
+// newExitTransport builds e's transport; p, when not nil, is the pool that counts what e's
+// connections carried beyond their attempts' claims (traffic.go).
+func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, resolver *net.Resolver) *http.Transport {
 	tr := template.Clone()
+	counter := connCounter{pool: p, exit: e}
 	label := e.Label()
 	tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
 		if res.StatusCode != http.StatusOK {
@@ -44,9 +47,10 @@ func newExitTransport(e *pool.Exit, template *http.Transport, resolver *net.Reso
 	switch e.Scheme() {
 	case pool.SchemeSOCKS5, pool.SchemeSOCKS5H:
 		tr.Proxy = nil
-		tr.DialContext = socksDialer(e, template, resolver)
+		tr.DialContext = socksDialer(e, template, resolver, counter)
 	default:
 		tr.Proxy = http.ProxyURL(e.ProxyURL())
+		tr.DialContext = countingDial(counter, template.DialContext, template.Dial) // traffic.go
 	}
 	return tr
 }
@@ -72,5 +76,5 @@ func NewExitTransport(e *pool.Exit, template *http.Transport, resolver *net.Reso
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
-	return newExitTransport(e, template, resolver), nil
+	return newExitTransport(nil, e, template, resolver), nil
 }

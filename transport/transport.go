@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +33,8 @@ type Transport struct {
 	headerTimeout time.Duration
 	pace          bodyPace
 	clock         clock.Clock
-	watchdogs     chan *watchdog // attempts' timers, stopped, for the next attempts (watchdog.go)
+	watchdogs     chan *watchdog  // attempts' timers, stopped, for the next attempts (watchdog.go)
+	traces        chan *connTrace // attempts' httptrace hooks, for the next attempts (traffic.go)
 	obs           observers
 	exitMW        []ExitMiddleware
 	handler       http.RoundTripper // the per-request chain around roundTrip
@@ -78,6 +80,7 @@ func New(p *pool.Pool, opts ...Option) (*Transport, error) {
 		pool: p, classifier: c.classifier, base: c.base, template: c.template, resolver: c.resolver,
 		originKey: c.originKey, headerTimeout: c.headerTimeout, pace: c.bodyPace, clock: p.Clock(),
 		obs: c.observers, exitMW: c.exitMW, watchdogs: make(chan *watchdog, watchdogsKept),
+		traces: make(chan *connTrace, tracesKept),
 	}
 	var h http.RoundTripper = roundTripFunc(t.roundTrip)
 	for i := len(c.middleware) - 1; i >= 0; i-- {
@@ -167,6 +170,9 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	a := &attempt{t: t, lease: lease, caller: req}
+	if t.base == nil {
+		a.trace = t.newConnTrace(httptrace.ContextClientTrace(ctx))
+	}
 	a.info = AttemptInfo{LeaseInfo: lease.Info(), Method: req.Method}
 	exit := a.info.Exit
 	a.initContext(ctx)

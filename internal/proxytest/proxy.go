@@ -94,6 +94,9 @@ type Proxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{} // open client and upstream connections; nil once closed
 	closed bool
+	// clients counts the open client connections; hangups gets a token when one closes (bytes.go).
+	clients int
+	hangups chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -101,6 +104,7 @@ type Proxy struct {
 	requests atomic.Int64
 	connects atomic.Int64
 	rejected atomic.Int64
+	bytes    clientBytes // on client connections (bytes.go)
 }
 
 // Start validates cfg, listens on 127.0.0.1 with a kernel-chosen port and serves until Close.
@@ -114,11 +118,12 @@ func Start(cfg Config) (*Proxy, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
-		cfg:    cfg,
-		ln:     ln,
-		ctx:    ctx,
-		cancel: cancel,
-		conns:  make(map[net.Conn]struct{}),
+		cfg:     cfg,
+		ln:      ln,
+		ctx:     ctx,
+		cancel:  cancel,
+		conns:   make(map[net.Conn]struct{}),
+		hangups: make(chan struct{}, 1),
 	}
 	p.wg.Add(1)
 	go p.acceptLoop()
@@ -200,6 +205,7 @@ func (p *Proxy) acceptLoop() {
 			}
 			continue
 		}
+		c = &countedClient{Conn: c, b: &p.bytes}
 		if !p.track(c) {
 			c.Close()
 			return
@@ -222,6 +228,9 @@ func (p *Proxy) track(c net.Conn) bool {
 		return false
 	}
 	p.conns[c] = struct{}{}
+	if _, ok := c.(*countedClient); ok {
+		p.clients++
+	}
 	return true
 }
 
@@ -231,8 +240,18 @@ func (p *Proxy) untrack(c net.Conn) {
 	if !p.closed {
 		delete(p.conns, c)
 	}
+	_, client := c.(*countedClient)
+	if client {
+		p.clients--
+	}
 	p.mu.Unlock()
 	c.Close()
+	if client {
+		select {
+		case p.hangups <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // pause waits d and reports true, or reports false as soon as the proxy is closed.
