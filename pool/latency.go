@@ -42,11 +42,13 @@ const (
 	// latencyDecay is the time constant of a tracked pair's estimate (Finagle's default decay time).
 	latencyDecay = 10 * time.Second
 	// slowFactor: an answer this many times the origin's typical latency makes its pair tracked.
-	slowFactor = 2
+	slowFactor = 3
 	// fastFactor: a tracked pair whose estimate falls under this many times the typical is dropped.
 	fastFactor = 1.5
-	// latencyFloor: answers faster than this are never slow (jitter on fast links).
-	latencyFloor = 20 * time.Millisecond
+	// latencyFloor: answers faster than this are never slow (jitter on fast links, or on a loaded
+	// machine). With slowFactor 3 a pair is tracked only for a gap no noise of one answer makes
+	// often: the slow exits that matter answer 10–20× slower than the others (3–6 s against 0.3 s).
+	latencyFloor = 50 * time.Millisecond
 	// typicalWeight is the weight of one answer in the origin's typical latency.
 	typicalWeight = 1.0 / 16
 	// latencyTick is the resolution of a tracked estimate's timestamp.
