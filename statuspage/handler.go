@@ -34,6 +34,7 @@ type Source interface {
 // concurrent use; each request reads one snapshot.
 type Handler struct {
 	src         Source
+	overrider   Overrider // nil: overrides are off (WithOverrides)
 	title       string
 	refresh     time.Duration
 	maxPairs    int
@@ -105,7 +106,14 @@ func New(src Source, opts ...Option) (*Handler, error) {
 func (h *Handler) Table() Table { return h.table(SortStatus) }
 
 func (h *Handler) table(sort string) Table {
-	return build(h.src.Snapshot(), layout{maxPairs: h.maxPairs, gridExits: h.gridExits, gridOrigins: h.gridOrigins, sort: sort})
+	t := build(h.src.Snapshot(), layout{maxPairs: h.maxPairs, gridExits: h.gridExits, gridOrigins: h.gridOrigins, sort: sort})
+	if c, ok := h.src.(Capacitor); ok {
+		for i := range t.Origins {
+			oc := c.Capacity(t.Origins[i].Origin)
+			t.Origins[i].Capacity = &oc
+		}
+	}
+	return t
 }
 
 // sortParam is the grid order a request asks for with ?sort=; anything unknown is SortStatus.
@@ -118,8 +126,16 @@ func sortParam(r *http.Request) string {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && h.overrider != nil {
+		h.serveOverride(w, r)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
+		allow := "GET, HEAD"
+		if h.overrider != nil {
+			allow += ", POST"
+		}
+		w.Header().Set("Allow", allow)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}

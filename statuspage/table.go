@@ -112,6 +112,9 @@ type PairRow struct {
 type OriginRow struct {
 	Origin string `json:"origin"`
 	Breaker
+	// Capacity is the origin's capacity answer (pool.Pool.Capacity), when the page's source
+	// gives one; JSON only.
+	Capacity *pool.Capacity `json:"capacity,omitempty"`
 }
 
 // Action is one failure class behind breakers that are not CLOSED: how many it holds down and what
