@@ -153,44 +153,39 @@ func takeLocal(now time.Time, a, b, c *Bucket) bool {
 		x.mu.Unlock()
 		return ok
 	}
-	// Written out, not looped over an array of *rate.Reservation: that would move them to the heap.
-	tx := x.lock(now)
-	rx := x.lim.ReserveN(tx, 1)
-	okx := rx.OK() && rx.DelayFrom(tx) <= 0
-	if !okx {
-		rx.CancelAt(tx)
-	}
-	x.mu.Unlock()
-	if !okx {
+	// Written out, not looped over an array of reservations: that would move them to the heap.
+	rx, ok := x.reserve(now)
+	if !ok {
 		return false
 	}
-	ty := y.lock(now)
-	ry := y.lim.ReserveN(ty, 1)
-	oky := ry.OK() && ry.DelayFrom(ty) <= 0
-	if !oky {
-		ry.CancelAt(ty)
-	}
-	y.mu.Unlock()
-	if !oky {
-		x.cancel(now, rx)
+	ry, ok := y.reserve(now)
+	if !ok {
+		x.cancel(now, &rx)
 		return false
 	}
 	if z == nil {
 		return true
 	}
-	tz := z.lock(now)
-	rz := z.lim.ReserveN(tz, 1)
-	okz := rz.OK() && rz.DelayFrom(tz) <= 0
-	if !okz {
-		rz.CancelAt(tz)
-	}
-	z.mu.Unlock()
-	if !okz {
-		y.cancel(now, ry)
-		x.cancel(now, rx)
+	if _, ok := z.reserve(now); !ok {
+		y.cancel(now, &ry)
+		x.cancel(now, &rx)
 		return false
 	}
 	return true
+}
+
+// reserve takes one token from b at now if one is there (a reservation with no delay), at an
+// instant no earlier than b's latest; a reservation that would have to wait is given back at once.
+// The reservation is returned by value, so that it stays on the caller's stack.
+func (b *Bucket) reserve(now time.Time) (rate.Reservation, bool) {
+	t := b.lock(now)
+	r := b.lim.ReserveN(t, 1)
+	ok := r.OK() && r.DelayFrom(t) <= 0
+	if !ok {
+		r.CancelAt(t)
+	}
+	b.mu.Unlock()
+	return *r, ok
 }
 
 // cancel gives back a reservation made on b, at an instant no earlier than b's latest.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,30 +20,12 @@ import (
 func gateLoad(t *testing.T, n int, perSecond float64, burst int, d time.Duration) (map[string]int, time.Duration) {
 	t.Helper()
 	reg := &proxytest.Registry{}
-	var mu sync.Mutex
-	seen := map[string]int{}
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, _ := reg.Lookup(r)
-		mu.Lock()
-		seen[name]++
-		mu.Unlock()
-		io.WriteString(w, "ok")
-	}))
-	t.Cleanup(origin.Close)
-	var exits []*pool.Exit
+	origin, count := countingOrigin(t, reg)
+	var names []string
 	for i := range n {
-		name := string(rune('a' + i))
-		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		e, err := pool.NewExit(p.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		exits = append(exits, e.WithLabel(name))
+		names = append(names, string(rune('a'+i)))
 	}
+	exits := registeredExits(t, reg, names...)
 	tr, err := build(pool.WithExits(exits...),
 		pool.WithRateLimits(ratelimit.Limits{PerExit: ratelimit.PerSecond(perSecond, burst)}))
 	if err != nil {
@@ -75,13 +56,7 @@ func gateLoad(t *testing.T, n int, perSecond float64, burst int, d time.Duration
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	mu.Lock()
-	defer mu.Unlock()
-	out := map[string]int{}
-	for k, v := range seen {
-		out[k] = v
-	}
-	return out, elapsed
+	return count(), elapsed
 }
 
 // TestGateLoopbackRates: through real proxies, each exit's observed request count stays within

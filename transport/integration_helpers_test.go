@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/internal/testkit"
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/transport"
@@ -91,7 +93,7 @@ func integNew(t *testing.T, servers []*httptest.Server, opts ...any) (*transport
 }
 
 // integExit is the exit dialing u (credentials and all), labelled label.
-func integExit(t *testing.T, u *url.URL, label string) *pool.Exit {
+func integExit(t testing.TB, u *url.URL, label string) *pool.Exit {
 	t.Helper()
 	e, err := pool.NewExit(u)
 	if err != nil {
@@ -101,6 +103,44 @@ func integExit(t *testing.T, u *url.URL, label string) *pool.Exit {
 		e = e.WithLabel(label)
 	}
 	return e
+}
+
+// countingOrigin is an origin on 127.0.0.1 that answers "ok" and counts the requests it got per
+// proxy that relayed them (by reg; "" for none); count returns a copy of the counts.
+func countingOrigin(t testing.TB, reg *proxytest.Registry) (srv *httptest.Server, count func() map[string]int) {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, _ := reg.Lookup(r)
+		mu.Lock()
+		seen[name]++
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
+	}
+}
+
+// registeredExits starts a forward proxy on 127.0.0.1 per name, known to reg by that name (so an
+// origin can tell which proxy relayed a request), closed when the test ends, and returns the exits
+// through them, labelled by name.
+func registeredExits(t testing.TB, reg *proxytest.Registry, names ...string) []*pool.Exit {
+	t.Helper()
+	var exits []*pool.Exit
+	for _, name := range names {
+		px, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { px.Close() })
+		exits = append(exits, integExit(t, px.URL(), name))
+	}
+	return exits
 }
 
 // integWithPass returns a copy of u carrying user and pass.

@@ -46,22 +46,10 @@ func newSlowWorld(t testing.TB, nOrigins int, slow func(origin int, exit string)
 		t.Cleanup(srv.Close)
 		w.origins = append(w.origins, srv)
 	}
-	var exits []*pool.Exit
 	if len(exitNames) == 0 {
 		exitNames = []string{"a", "b", "c", "d"}
 	}
-	for _, name := range exitNames {
-		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		e, err := pool.NewExit(p.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		exits = append(exits, e.WithLabel(name))
-	}
+	exits := registeredExits(t, reg, exitNames...)
 	tr, err := build(pool.WithExits(exits...))
 	if err != nil {
 		t.Fatal(err)

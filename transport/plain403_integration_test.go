@@ -48,22 +48,6 @@ func banningOrigin(t *testing.T, reg *proxytest.Registry, exit string) *httptest
 	})
 }
 
-// plain403Exits starts a forward proxy on 127.0.0.1 per name, known to reg by that name, closed
-// when the test ends, and returns the exits through them, labelled by name.
-func plain403Exits(t *testing.T, reg *proxytest.Registry, names ...string) []*pool.Exit {
-	t.Helper()
-	var exits []*pool.Exit
-	for _, name := range names {
-		px, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { px.Close() })
-		exits = append(exits, integExit(t, px.URL(), name))
-	}
-	return exits
-}
-
 // TestIntegPlain403ByEvidence is issue 12's plain-403 case through real forward proxies on
 // 127.0.0.1: origin "banned" answers nginx's plain 403 to requests through X and serves them
 // through Y and Z, so X's 403s are a block of the (X, banned) pair from the second in a row (the
@@ -75,7 +59,7 @@ func TestIntegPlain403ByEvidence(t *testing.T) {
 		nginxForbid(w)
 		return true
 	})
-	exits := plain403Exits(t, reg, "X", "Y", "Z")
+	exits := registeredExits(t, reg, "X", "Y", "Z")
 	tr, c := integNew(t, []*httptest.Server{banned, closed}, pool.WithExits(exits...), pool.WithClock(newIntegClock()),
 		pool.WithPairSettings(breaker.Settings{Rand: integHalf}))
 	get := func(u, exit string) int {
@@ -145,7 +129,7 @@ func TestIntegPlain403ByEvidence(t *testing.T) {
 func TestIntegPlain403BanIsABlockEverywhere(t *testing.T) {
 	reg := &proxytest.Registry{}
 	banned := banningOrigin(t, reg, "X")
-	exits := plain403Exits(t, reg, "X", "Y", "Z")
+	exits := registeredExits(t, reg, "X", "Y", "Z")
 	spans := tracetest.NewSpanRecorder()
 	reader := sdkmetric.NewManualReader()
 	otelObs, err := otelbreaker.New(

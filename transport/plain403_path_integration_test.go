@@ -31,7 +31,7 @@ func TestIntegPlain403ForAServedPath(t *testing.T) {
 		}
 		return false
 	})
-	exits := plain403Exits(t, reg, "X", "Y", "Z", "W", "V")
+	exits := registeredExits(t, reg, "X", "Y", "Z", "W", "V")
 	tr, c := integNew(t, []*httptest.Server{origin}, pool.WithExits(exits...), pool.WithClock(newIntegClock()),
 		pool.WithPairSettings(breaker.Settings{Rand: integHalf}))
 	get := func(path, exit string) int {

@@ -41,19 +41,7 @@ func TestIntegRecoveredPairRamps(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	t.Cleanup(origin.Close)
-	var exits []*pool.Exit
-	for _, name := range []string{"a", "b", "c", "d"} {
-		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		e, err := pool.NewExit(p.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		exits = append(exits, e.WithLabel(name))
-	}
+	exits := registeredExits(t, reg, "a", "b", "c", "d")
 	clk := clock.NewFake(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
 	tr, err := build(pool.WithExits(exits...), pool.WithClock(clk), pool.WithSeed(9), pool.WithInlineSweep())
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -21,29 +20,11 @@ import (
 // is sent.
 func TestIntegWantOnlyMatchingExits(t *testing.T) {
 	reg := &proxytest.Registry{}
-	var mu sync.Mutex
-	seen := map[string]int{}
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, _ := reg.Lookup(r)
-		mu.Lock()
-		seen[name]++
-		mu.Unlock()
-		io.WriteString(w, "ok")
-	}))
-	t.Cleanup(origin.Close)
+	origin, count := countingOrigin(t, reg)
 	countries := map[string]string{"us-1": "us", "de-1": "de", "de-2": "de", "us-2": "us", "fr-1": "fr", "fr-2": "fr"}
 	var exits []*pool.Exit
 	for name, c := range countries {
-		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		e, err := pool.NewExit(p.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		exits = append(exits, e.WithLabel(name).WithAttr("country", c))
+		exits = append(exits, registeredExits(t, reg, name)[0].WithAttr("country", c))
 	}
 	tr, err := build(pool.WithExits(exits...))
 	if err != nil {
@@ -68,12 +49,7 @@ func TestIntegWantOnlyMatchingExits(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	mu.Lock()
-	got := map[string]int{}
-	for k, v := range seen {
-		got[k] = v
-	}
-	mu.Unlock()
+	got := count()
 	if len(got) != 2 || got["us-1"] == 0 || got["us-2"] == 0 || got["us-1"]+got["us-2"] != 320 {
 		t.Errorf("the origin saw %v, want all 320 requests through us-1 and us-2, both", got)
 	}
@@ -86,9 +62,7 @@ func TestIntegWantOnlyMatchingExits(t *testing.T) {
 	if !errors.Is(err, pool.ErrNoMatchingExit) {
 		t.Errorf("Want country=jp: %v, want an error matching pool.ErrNoMatchingExit", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if n := seen["us-1"] + seen["us-2"]; len(seen) != 2 || n != 320 {
+	if seen := count(); seen["us-1"]+seen["us-2"] != 320 || len(seen) != 2 {
 		t.Errorf("after the refused request the origin saw %v, want nothing more", seen)
 	}
 }
