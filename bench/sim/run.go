@@ -41,6 +41,7 @@ type Metrics struct {
 	Site403     int // the origin's own 403s for a path it forbids to everyone: neither goodput nor waste
 	Denied      int // proxy ACL denials
 	SlowBodies  int // bodies the body pace rule cut
+	Unavailable int // 503s from origins in an outage
 	Timeouts    int
 	DeadHits    int // refused by a dead exit's gateway
 	AuthHits    int // 407s
@@ -48,6 +49,10 @@ type Metrics struct {
 	// TimeoutTime is worker time spent waiting for attempts that timed out; StallTime for slow
 	// bodies until the body pace rule cut them.
 	TimeoutTime, StallTime time.Duration
+	// SlowAttempts counts the attempts through slow pairs (Truth.Slow), whatever their answer, and
+	// SlowTime the worker time they held.
+	SlowAttempts int
+	SlowTime     time.Duration
 	// WorkerTime is workers × simulated duration.
 	WorkerTime time.Duration
 	// Recovery holds, for each ban episode the strategy met that ended at least RecoveryHorizon
@@ -72,12 +77,15 @@ func (m *Metrics) Add(n Metrics) {
 	m.Site403 += n.Site403
 	m.Denied += n.Denied
 	m.SlowBodies += n.SlowBodies
+	m.Unavailable += n.Unavailable
 	m.Timeouts += n.Timeouts
 	m.DeadHits += n.DeadHits
 	m.AuthHits += n.AuthHits
 	m.Refusals += n.Refusals
 	m.TimeoutTime += n.TimeoutTime
 	m.StallTime += n.StallTime
+	m.SlowAttempts += n.SlowAttempts
+	m.SlowTime += n.SlowTime
 	m.WorkerTime += n.WorkerTime
 	m.Recovery = append(m.Recovery, n.Recovery...)
 	m.Unrecovered += n.Unrecovered
@@ -309,6 +317,10 @@ func refusal(err error) (time.Duration, bool) {
 func (s *sched) record(e, o int, r Result) {
 	m := &s.m
 	m.Attempts++
+	if s.truth.Slow(e, o) {
+		m.SlowAttempts++
+		m.SlowTime += r.Latency
+	}
 	switch r.Answer {
 	case Timeout:
 		m.Timeouts++
@@ -332,6 +344,8 @@ func (s *sched) record(e, o int, r Result) {
 		m.StallTime += r.Latency
 	case RateLimited:
 		m.RateLimited++
+	case Unavailable:
+		m.Unavailable++
 	case OK:
 		m.Successes++
 		s.recovery.served(s.pair(e, o), s.clock.Now(), m)
