@@ -10,7 +10,7 @@ import (
 // a little rarer at 0.4 an hour per pair, and the dynamics a pool meets in the field:
 //
 //   - slow-but-working exits: 4 healthy exits slow for every origin and 6 for 4 origins each, whose
-//     pages take 3–6 s instead of 0.2–1 s (10 of the 40 exits, 58 slow pairs of 480) — served, but
+//     pages take 3–6 s instead of 0.2–1 s (10 of the 40 exits, 72 slow pairs of 480) — served, but
 //     a worker through one gets a fifth to a tenth of the pages a fast pair gives it;
 //   - origin outages: 0.15 an hour per origin, 5–15 min each, during which the site answers 503 to
 //     every exit (about 5 a run over the 12 origins);

@@ -2,15 +2,16 @@
 //
 //	go run ./cmd/benchall -only sim -seeds 1 -strategies ours -brief
 //
-// plays ours (defaults) and the two oracles in the round-2 world of seed 1 and in the round-1 world
-// (7 runs, about 40 s on one core), and prints issue 13's targets for ours, met or missed, with the
-// two worlds' tables. Leave -brief out for the report's whole section (the worlds' descriptions,
-// how this build's classifier judges each answer); add -worlds round-2 to skip the round-1 world,
+// plays ours (defaults) and the two oracles in the round-2 and round-3 worlds of seed 1 and in the
+// round-1 world (10 runs, about a minute on one core), and prints issue 13's targets for ours, met
+// or missed, with the worlds' tables. Leave -brief out for the report's whole section (the worlds'
+// descriptions, how this build's classifier judges each answer); add -worlds round-2 (or round-3,
+// or a list) for those worlds alone,
 // -seeds 1,2,3,4,5 for every seed, -strategies all (or a list: ours, ours-reset, ours-paced,
 // round-robin, random, per-exit, per-pair) for the peers, -duration 30m for shorter runs (the
 // targets then hold per simulated hour). -only sim writes no file; with -write it replaces the
 // simulation's section of RESULTS.md and the chart. The whole of benchall (go run ./cmd/benchall,
-// make bench) rewrites RESULTS.md with every section: the simulation's 55 runs take 4–9 min (-j
+// make bench) rewrites RESULTS.md with every section: the simulation's 100 runs take 4–9 min (-j
 // runs at a time).
 //
 // In a test: Run(Round2World(1), Ours()) and Run(Round2World(1), InformedOracle()), then Targets.
