@@ -8,15 +8,8 @@ import (
 
 // writeRound3 is the round-3 world's section: its description, then the figures of every seed.
 func writeRound3(p func(string, ...any), res *simResults) {
-	var seeds []string
-	for _, w := range res.round3 {
-		seeds = append(seeds, strconv.FormatUint(w.sc.Seed, 10))
-	}
-	p("### Round-3 world (issue 28), seeds %s\n\n", strings.Join(seeds, ", "))
-	if !res.brief {
-		writeRound3World(p, res, seeds)
-	}
-	writeSeededFigures(p, res, res.round3, "Issue 13's bounds, applied to ours (defaults) in the round-3 world (not yet its targets)")
+	writeSeeded(p, res, res.round3, "Round-3 world (issue 28)", writeRound3World,
+		"Issue 13's bounds, applied to ours (defaults) in the round-3 world (not yet its targets)")
 }
 
 // writeRound3World describes the round-3 world and what each seed dealt.

@@ -249,15 +249,22 @@ func verdictMore(v pool.Verdict) string {
 }
 
 func writeRound2(p func(string, ...any), res *simResults) {
+	writeSeeded(p, res, res.round2, "Round-2 world (issue 13)", writeRound2World, "Targets for ours (defaults), every seed (issue 13)")
+}
+
+// writeSeeded is a seeded world's section (ws, its seeds' runs): the title with its seeds, what
+// describe says of it (left out when brief), and its figures, their targets under heading.
+func writeSeeded(p func(string, ...any), res *simResults, ws []worldResult, title string,
+	describe func(func(string, ...any), *simResults, []string), heading string) {
 	var seeds []string
-	for _, w := range res.round2 {
+	for _, w := range ws {
 		seeds = append(seeds, strconv.FormatUint(w.sc.Seed, 10))
 	}
-	p("### Round-2 world (issue 13), seeds %s\n\n", strings.Join(seeds, ", "))
+	p("### %s, seeds %s\n\n", title, strings.Join(seeds, ", "))
 	if !res.brief {
-		writeRound2World(p, res, seeds)
+		describe(p, res, seeds)
 	}
-	writeSeededFigures(p, res, res.round2, "Targets for ours (defaults), every seed (issue 13)")
+	writeSeededFigures(p, res, ws, heading)
 }
 
 // writeRound2World describes the round-2 world and what each seed dealt.
