@@ -2,15 +2,16 @@
 //
 //	go run ./cmd/benchall -only sim -seeds 1 -strategies ours -brief
 //
-// plays ours (defaults) and the two oracles in the round-2 world of seed 1 and in the round-1 world
-// (7 runs, about 40 s on one core), and prints issue 13's targets for ours, met or missed, with the
-// two worlds' tables. Leave -brief out for the report's whole section (the worlds' descriptions,
-// how this build's classifier judges each answer); add -worlds round-2 to skip the round-1 world,
+// plays ours (defaults) and the two oracles in the round-2 and round-3 worlds of seed 1 and in the
+// round-1 world (10 runs, about a minute on one core), and prints issue 13's targets for ours, met
+// or missed, with the worlds' tables. Leave -brief out for the report's whole section (the worlds'
+// descriptions, how this build's classifier judges each answer); add -worlds round-2 (or round-3,
+// or a list) for those worlds alone,
 // -seeds 1,2,3,4,5 for every seed, -strategies all (or a list: ours, ours-reset, ours-paced,
 // round-robin, random, per-exit, per-pair) for the peers, -duration 30m for shorter runs (the
 // targets then hold per simulated hour). -only sim writes no file; with -write it replaces the
 // simulation's section of RESULTS.md and the chart. The whole of benchall (go run ./cmd/benchall,
-// make bench) rewrites RESULTS.md with every section: the simulation's 55 runs take 4–9 min (-j
+// make bench) rewrites RESULTS.md with every section: the simulation's 100 runs take 4–9 min (-j
 // runs at a time).
 //
 // In a test: Run(Round2World(1), Ours()) and Run(Round2World(1), InformedOracle()), then Targets.
@@ -41,6 +42,7 @@ type Metrics struct {
 	Site403     int // the origin's own 403s for a path it forbids to everyone: neither goodput nor waste
 	Denied      int // proxy ACL denials
 	SlowBodies  int // bodies the body pace rule cut
+	Unavailable int // 503s from origins in an outage
 	Timeouts    int
 	DeadHits    int // refused by a dead exit's gateway
 	AuthHits    int // 407s
@@ -48,6 +50,10 @@ type Metrics struct {
 	// TimeoutTime is worker time spent waiting for attempts that timed out; StallTime for slow
 	// bodies until the body pace rule cut them.
 	TimeoutTime, StallTime time.Duration
+	// SlowAttempts counts the attempts through slow pairs (Truth.Slow), whatever their answer, and
+	// SlowTime the worker time they held.
+	SlowAttempts int
+	SlowTime     time.Duration
 	// WorkerTime is workers × simulated duration.
 	WorkerTime time.Duration
 	// Recovery holds, for each ban episode the strategy met that ended at least RecoveryHorizon
@@ -72,12 +78,15 @@ func (m *Metrics) Add(n Metrics) {
 	m.Site403 += n.Site403
 	m.Denied += n.Denied
 	m.SlowBodies += n.SlowBodies
+	m.Unavailable += n.Unavailable
 	m.Timeouts += n.Timeouts
 	m.DeadHits += n.DeadHits
 	m.AuthHits += n.AuthHits
 	m.Refusals += n.Refusals
 	m.TimeoutTime += n.TimeoutTime
 	m.StallTime += n.StallTime
+	m.SlowAttempts += n.SlowAttempts
+	m.SlowTime += n.SlowTime
 	m.WorkerTime += n.WorkerTime
 	m.Recovery = append(m.Recovery, n.Recovery...)
 	m.Unrecovered += n.Unrecovered
@@ -309,6 +318,10 @@ func refusal(err error) (time.Duration, bool) {
 func (s *sched) record(e, o int, r Result) {
 	m := &s.m
 	m.Attempts++
+	if s.truth.Slow(e, o) {
+		m.SlowAttempts++
+		m.SlowTime += r.Latency
+	}
 	switch r.Answer {
 	case Timeout:
 		m.Timeouts++
@@ -332,6 +345,8 @@ func (s *sched) record(e, o int, r Result) {
 		m.StallTime += r.Latency
 	case RateLimited:
 		m.RateLimited++
+	case Unavailable:
+		m.Unavailable++
 	case OK:
 		m.Successes++
 		s.recovery.served(s.pair(e, o), s.clock.Now(), m)

@@ -45,6 +45,10 @@ type Origin struct {
 	// plain 403 of its bans): the site's answer, not a ban. It trips nothing in the ground truth and
 	// counts apart, neither as goodput nor as waste.
 	ForbiddenShare float64
+	// Hardening makes its WAF lengthen each repeat ban of an IP: a pair's k-th ban lasts
+	// Hardening^(k−1) times the length drawn for it, at most Scenario.HardenMax (fail2ban's
+	// bantime.increment). 0 or 1: every ban lasts what was drawn.
+	Hardening float64
 }
 
 // String describes o in a few words: "12/min clock · Retry-After · challenge · http".
@@ -58,6 +62,9 @@ func (o Origin) String() string {
 	s += map[bool]string{false: " · http", true: " · https"}[o.HTTPS]
 	if o.ForbiddenShare > 0 {
 		s += " · " + strconv.Itoa(int(o.ForbiddenShare*100+0.5)) + " % to a path it forbids"
+	}
+	if o.Hardening > 1 {
+		s += " · bans ×" + strconv.FormatFloat(o.Hardening, 'g', 3, 64) + " each repeat"
 	}
 	return s
 }
@@ -111,6 +118,30 @@ type Scenario struct {
 	// ready) before it takes its next request, whatever RetryIn said: a refusal costs no network
 	// time, and a crawler with a queue of URLs over many origins moves on. At least 100 ms.
 	MaxRefusalWait time.Duration
+
+	// The round-3 dynamics (dynamics.go); their zero values leave a world without them.
+
+	// SlowAll Healthy exits are slow for every origin, and SlowSome for SlowSomeOrigins origins
+	// each (dealt per exit): an attempt through a slow pair that reaches its origin takes
+	// SlowMin..SlowMax instead of LatencyMin..LatencyMax, and is served all the same.
+	SlowAll, SlowSome int
+	SlowSomeOrigins   int
+	SlowMin, SlowMax  time.Duration
+	// OutagesPerHour is the mean number of outages an origin suffers an hour, each lasting
+	// OutageMin..OutageMax, during which it answers 503 to every exit.
+	OutagesPerHour       float64
+	OutageMin, OutageMax time.Duration
+	// ChurnPerHour is the mean number of times an hour a Healthy or Flaky exit goes dead, each time
+	// for ChurnMin..ChurnMax: its gateway refuses connections, then it comes back as it was.
+	ChurnPerHour       float64
+	ChurnMin, ChurnMax time.Duration
+	// Subnet is how many exits share a subnet (dealt to a shuffled order; 0 or 1: none share);
+	// SubnetBanShare is the probability that a pair's ban also bans, for the same origin and the
+	// same window, every subnet-mate the origin hears from.
+	Subnet         int
+	SubnetBanShare float64
+	// HardenMax caps a ban lengthened by an origin's Hardening.
+	HardenMax time.Duration
 }
 
 // Round1World is the world of the first round's RESULTS.md, kept so that its figures stay

@@ -134,23 +134,38 @@ func FormatTargets(ts []Target) string {
 
 // TruthStats counts what a world's ground truth holds.
 type TruthStats struct {
-	Bans       []int // ban episodes by band of Scenario.BanBands
-	PlainBans  int   // of them, on origins that ban with a plain 403
+	Bans       []int // ban episodes each pair drew, by band of Scenario.BanBands, repeat bans lengthened apart
+	PlainBans  int   // of the episodes drawn, on origins that ban with a plain 403
+	Hardened   int   // of the episodes drawn, repeat bans a hardening origin lengthened
+	SubnetBans int   // of the episodes drawn, those that also banned the pair's subnet-mates
 	Stalls     int   // slow-body episodes
 	Denied     int   // pairs whose proxy refuses the origin
 	Bursts     int
 	Forbidding int // origins with a path they forbid to everyone
+	SlowExits  int // exits slow for at least one origin
+	SlowPairs  int
+	Outages    int // origin outages
+	Churn      int // times an exit went dead for a while
 }
 
 // Stats counts what g holds.
 func (g *Truth) Stats() TruthStats {
-	st := TruthStats{Bans: make([]int, len(g.sc.BanBands)), Bursts: len(g.bursts)}
+	st := TruthStats{Bans: make([]int, len(g.sc.BanBands)), Bursts: len(g.bursts), SubnetBans: g.spread}
+	slowExit := make([]bool, g.sc.Exits)
 	for o, org := range g.sc.Origins {
 		if org.ForbiddenShare > 0 {
 			st.Forbidding++
 		}
+		st.Outages += len(g.Outages(o))
 		for e := range g.sc.Exits {
-			for _, w := range g.Bans(e, o) {
+			for k, w := range g.OwnBans(e, o) {
+				if org.PlainBans {
+					st.PlainBans++
+				}
+				if k > 0 && org.Hardening > 1 {
+					st.Hardened++
+					continue
+				}
 				d := w.To.Sub(w.From)
 				for i, b := range g.sc.BanBands {
 					if d >= b.Min && d <= b.Max {
@@ -158,14 +173,21 @@ func (g *Truth) Stats() TruthStats {
 						break
 					}
 				}
-				if org.PlainBans {
-					st.PlainBans++
-				}
 			}
 			st.Stalls += len(g.Stalls(e, o))
 			if g.Denied(e, o) {
 				st.Denied++
 			}
+			if g.Slow(e, o) {
+				st.SlowPairs++
+				slowExit[e] = true
+			}
+		}
+	}
+	for e, slow := range slowExit {
+		st.Churn += len(g.Churn(e))
+		if slow {
+			st.SlowExits++
 		}
 	}
 	return st

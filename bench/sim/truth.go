@@ -21,11 +21,12 @@ const (
 	Timeout                   // no response headers in time (a flaky exit)
 	Refused                   // the exit's gateway refuses the connection (a dead exit)
 	SlowBody                  // 200 whose body trickles until the body pace rule cuts it
+	Unavailable               // 503 from an origin that is down for everyone (an outage)
 	numAnswers
 )
 
 var answerNames = [...]string{"200", "challenge page", "plain 403 (ban)", "plain 403 (the site's)", "429",
-	"407", "proxy ACL denial", "timeout", "refused", "slow body"}
+	"407", "proxy ACL denial", "timeout", "refused", "slow body", "503 (outage)"}
 
 func (a Answer) String() string { return answerNames[a] }
 
@@ -46,12 +47,20 @@ func (r Result) Served() bool { return r.Answer == OK || r.Answer == Site403 }
 
 // Truth is the seeded ground truth: which exits are what, when pairs are banned or slow, which
 // pairs a proxy refuses, when the workload bursts, and how many requests each pair has sent in
-// the origin's window. It is not safe for concurrent use; the simulation runs one worker at a time.
+// the origin's window; in a round-3 world also which pairs are slow, when origins are down and
+// exits gone, and which exits share a subnet. It is not safe for concurrent use; the simulation
+// runs one worker at a time.
 type Truth struct {
 	sc     Scenario
 	no     int // origins
 	kinds  []Kind
-	bans   [][]Window    // by pair index e*no+o, sorted
+	bans   [][]Window    // by pair index e*no+o, sorted: its own and those spread from its subnet
+	own    [][]Window    // by pair, sorted: the bans it drew itself
+	spread int           // bans that spread to a subnet
+	slow   []bool        // by pair
+	outage [][]Window    // by origin, sorted
+	churn  [][]Window    // by exit, sorted
+	subnet []int         // by exit, −1 for none
 	stalls [][]Window    // by pair, sorted
 	denied []bool        // by pair
 	bursts []Burst       // sorted
@@ -97,20 +106,16 @@ func NewTruth(sc Scenario) *Truth {
 		g.denied[e*no+rd.IntN(no)] = true
 	}
 
-	// A pair the origin hears from (its proxy works and lets it through) can be banned or slow.
-	reaches := func(p int) bool {
-		k := g.kinds[p/no]
-		return (k == Healthy || k == Flaky) && !g.denied[p]
-	}
 	for p := range n {
-		if reaches(p) {
-			g.bans[p] = episodes(r, sc.Duration, sc.BansPerHour, sc.BanBands)
+		if g.reaches(p) {
+			org := sc.Origins[p%no]
+			g.bans[p] = hardenedEpisodes(r, sc.Duration, sc.BansPerHour, sc.BanBands, org.Hardening, sc.HardenMax)
 		}
 	}
 	rs := rand.New(rand.NewPCG(sc.Seed, 0x736c6f77000000))
 	stall := []BanBand{{1, sc.StallMin, sc.StallMax}}
 	for p := range n {
-		if reaches(p) {
+		if g.reaches(p) {
 			g.stalls[p] = episodes(rs, sc.Duration, sc.StallsPerHour, stall)
 		}
 	}
@@ -118,12 +123,27 @@ func NewTruth(sc Scenario) *Truth {
 	for _, w := range episodes(rb, sc.Duration, sc.BurstsPerHour, []BanBand{{1, sc.BurstMin, sc.BurstMax}}) {
 		g.bursts = append(g.bursts, Burst{Window: w, Origin: rb.IntN(no)})
 	}
+	g.dynamics()
 	return g
+}
+
+// reaches reports whether the origin of pair p hears from its exit (its proxy works and lets it
+// through): only such a pair can be banned or slow.
+func (g *Truth) reaches(p int) bool {
+	k := g.kinds[p/g.no]
+	return (k == Healthy || k == Flaky) && !g.denied[p]
 }
 
 // episodes draws Poisson arrivals at perHour over d, each lasting a length drawn from bands (by
 // weight; a single band draws no band); an episode starting inside another extends nothing.
 func episodes(r *rand.Rand, d time.Duration, perHour float64, bands []BanBand) []Window {
+	return hardenedEpisodes(r, d, perHour, bands, 0, 0)
+}
+
+// hardenedEpisodes is episodes with the k-th episode (from 0) lengthened by factor^k, at most
+// limit (harden); the next arrival is drawn from the lengthened episode's end. A factor of 1 or
+// less draws exactly what episodes draws.
+func hardenedEpisodes(r *rand.Rand, d time.Duration, perHour float64, bands []BanBand, factor float64, limit time.Duration) []Window {
 	if perHour <= 0 || d <= 0 || len(bands) == 0 {
 		return nil
 	}
@@ -147,7 +167,7 @@ func episodes(r *rand.Rand, d time.Duration, perHour float64, bands []BanBand) [
 				}
 			}
 		}
-		l := b.Min + time.Duration(r.Int64N(int64(b.Max-b.Min)+1))
+		l := harden(b.Min+time.Duration(r.Int64N(int64(b.Max-b.Min)+1)), len(ws), factor, limit)
 		ws = append(ws, Window{Epoch.Add(at), Epoch.Add(at + l)})
 		at += l
 	}
@@ -201,22 +221,29 @@ func (g *Truth) Peek(e int, q Request, now time.Time) Result { return g.answer(e
 func (g *Truth) Send(e int, q Request, now time.Time) Result { return g.answer(e, q, now, true, true) }
 
 // Foresee is Peek without the attempt's own coin flip: what an attempt through exit e for q at now
-// would get from the hidden state alone — the exit's kind, the pair's bans, slow bodies and proxy
-// denial, its count in the origin's window — as if a flaky exit never timed out. Its latency is
-// meaningless. It counts nothing.
+// would get from the hidden state alone — the exit's kind and churn, the origin's outages, the
+// pair's bans, slow bodies and proxy denial, its count in the origin's window — as if a flaky exit
+// never timed out. Its latency is meaningless (Slow says which pairs are slow). It counts nothing.
 func (g *Truth) Foresee(e int, q Request, now time.Time) Result {
 	return g.answer(e, q, now, false, false)
 }
 
 // ReadyAt returns the soonest instant from now at which the hidden state would let an attempt
 // through exit e for q be served (Foresee), or the zero time when it never will: a dead or 407
-// exit, or one whose proxy refuses the origin. It looks at one obstacle at a time (a ban, then
-// the cap, then a slow body), so the instant it returns may meet the next one.
+// exit, or one whose proxy refuses the origin. It looks at one obstacle at a time (the exit's
+// churn, then an outage, a ban, the cap, a slow body), so the instant it returns may meet the
+// next one.
 func (g *Truth) ReadyAt(e int, q Request, now time.Time) time.Time {
 	o := q.Origin
 	p := e*g.no + o
 	if k := g.kinds[e]; k == Dead || k == AuthFail || g.denied[p] {
 		return time.Time{}
+	}
+	if w, ok := episodeAt(g.churn[e], now); ok {
+		return w.To
+	}
+	if w, ok := episodeAt(g.outage[o], now); ok {
+		return w.To
 	}
 	if w, ok := episodeAt(g.bans[p], now); ok {
 		return w.To
@@ -233,10 +260,13 @@ func (g *Truth) ReadyAt(e int, q Request, now time.Time) time.Time {
 func (g *Truth) answer(e int, q Request, now time.Time, count, flips bool) Result {
 	o := q.Origin
 	org := g.sc.Origins[o]
+	p := e*g.no + o
 	h := mix(g.sc.Seed ^ mix(uint64(e)<<32|uint64(o)) ^ mix(uint64(now.UnixNano())))
-	span := int64(g.sc.LatencyMax - g.sc.LatencyMin)
-	lat := g.sc.LatencyMin
-	if span > 0 {
+	lat, hi := g.sc.LatencyMin, g.sc.LatencyMax
+	if g.slow[p] {
+		lat, hi = g.sc.SlowMin, g.sc.SlowMax
+	}
+	if span := int64(hi - lat); span > 0 {
 		lat += time.Duration(h % uint64(span+1))
 	}
 	res := func(a Answer, l time.Duration) Result { return Result{Answer: a, Latency: l, HTTPS: org.HTTPS} }
@@ -245,14 +275,18 @@ func (g *Truth) answer(e int, q Request, now time.Time, count, flips bool) Resul
 		return res(Refused, 2*time.Millisecond)
 	case AuthFail:
 		return res(ProxyAuth, 50*time.Millisecond)
-	case Flaky:
-		if flips && float64(mix(h)>>11)/(1<<53) < g.sc.FlakyTimeout {
-			return res(Timeout, g.sc.Timeout)
-		}
 	}
-	p := e*g.no + o
+	if g.Gone(e, now) {
+		return res(Refused, 2*time.Millisecond)
+	}
+	if g.kinds[e] == Flaky && flips && float64(mix(h)>>11)/(1<<53) < g.sc.FlakyTimeout {
+		return res(Timeout, g.sc.Timeout)
+	}
 	if g.denied[p] {
 		return res(ProxyDenied, 50*time.Millisecond)
+	}
+	if g.Down(o, now) {
+		return res(Unavailable, lat/4)
 	}
 	if g.Banned(e, o, now) {
 		if org.PlainBans {

@@ -15,7 +15,7 @@ import (
 
 // answers collects every distinct result the worlds' ground truths give (latency aside): each
 // pair over its cap within a minute, and every exit to every origin across the run, for both
-// paths, bans, denials and slow bodies included.
+// paths, bans, denials, slow bodies and outages included.
 func answers() []Result {
 	seen := map[Result]bool{}
 	var rs []Result
@@ -26,7 +26,7 @@ func answers() []Result {
 			rs = append(rs, r)
 		}
 	}
-	for _, sc := range []Scenario{Round1World(), Round2World(1)} {
+	for _, sc := range []Scenario{Round1World(), Round2World(1), Round3World(1)} {
 		g := NewTruth(sc)
 		for e := range sc.Exits {
 			for o := range sc.Origins {

@@ -8,6 +8,8 @@
 // in one world, as the policy's engineers iterate:
 //
 //	go run ./cmd/benchall -only sim -seeds 1 -strategies ours
+//
+// and the round-3 world alone, every seed and strategy: -only sim -worlds round-3.
 package main
 
 import (
@@ -30,8 +32,8 @@ func main() {
 	only := flag.String("only", "", `"sim": run only the simulation, "measures": only the measurements on real time; print their sections to stdout (see -write)`)
 	write := flag.Bool("write", false, "with -only: replace those sections of -out (and, for sim, rewrite -chart) instead of printing")
 	var cfg simConfig
-	flag.StringVar(&cfg.seeds, "seeds", "1,2,3,4,5", "round-2 world seeds, comma-separated")
-	flag.StringVar(&cfg.worlds, "worlds", "round-1,round-2", "worlds to run, comma-separated: round-1, round-2")
+	flag.StringVar(&cfg.seeds, "seeds", "1,2,3,4,5", "round-2 and round-3 world seeds, comma-separated")
+	flag.StringVar(&cfg.worlds, "worlds", "round-1,round-2,round-3", "worlds to run, comma-separated: round-1, round-2, round-3")
 	flag.StringVar(&cfg.strategies, "strategies", "all", "strategies, comma-separated ("+strings.Join(strategyNames(), ", ")+"), or all; the oracle always runs")
 	flag.DurationVar(&cfg.duration, "duration", 0, "simulated time of each run (0: the world's, 3h)")
 	flag.IntVar(&cfg.parallel, "j", runtime.NumCPU(), "simulation runs at a time")

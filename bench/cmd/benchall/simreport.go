@@ -62,6 +62,7 @@ type simResults struct {
 	round1  *worldResult
 	sens    *sim.Metrics // ours (defaults) in the round-1 world with workers honouring RetryIn up to 30 s
 	round2  []worldResult
+	round3  []worldResult
 	partial bool // fewer seeds, strategies or simulated time than the full report
 	brief   bool // the figures alone: targets and tables, no descriptions
 	runs    int
@@ -96,26 +97,33 @@ func runSim(cfg simConfig) (*simResults, error) {
 		case "round-1":
 			res.round1 = &worldResult{sc: sim.Round1World()}
 			worlds = append(worlds, res.round1)
-		case "round-2":
+		case "round-2", "round-3":
+			world, into := sim.Round2World, &res.round2
+			if strings.TrimSpace(w) == "round-3" {
+				world, into = sim.Round3World, &res.round3
+			}
 			for _, f := range strings.Split(cfg.seeds, ",") {
 				seed, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
 				if err != nil {
 					return nil, fmt.Errorf("-seeds: %w", err)
 				}
-				res.round2 = append(res.round2, worldResult{sc: sim.Round2World(seed)})
+				*into = append(*into, worldResult{sc: world(seed)})
 			}
 			if cfg.seeds != "1,2,3,4,5" {
 				res.partial = true
 			}
 		default:
-			return nil, fmt.Errorf("-worlds: unknown %q (want round-1, round-2)", w)
+			return nil, fmt.Errorf("-worlds: unknown %q (want round-1, round-2, round-3)", w)
 		}
 	}
-	if res.round1 == nil || len(res.round2) == 0 {
+	if res.round1 == nil || len(res.round2) == 0 || len(res.round3) == 0 {
 		res.partial = true
 	}
 	for i := range res.round2 {
 		worlds = append(worlds, &res.round2[i])
+	}
+	for i := range res.round3 {
+		worlds = append(worlds, &res.round3[i])
 	}
 	var jobs []sim.Job
 	for _, w := range worlds {
@@ -150,15 +158,15 @@ func runSim(cfg simConfig) (*simResults, error) {
 	return res, nil
 }
 
-// merged is the round-2 world's runs of each strategy over every seed, as one.
-func (res *simResults) merged() []sim.Metrics {
-	if len(res.round2) == 0 {
+// merged is a seeded world's runs (ws) of each strategy over every seed, as one.
+func merged(ws []worldResult) []sim.Metrics {
+	if len(ws) == 0 {
 		return nil
 	}
-	out := make([]sim.Metrics, len(res.round2[0].ms))
+	out := make([]sim.Metrics, len(ws[0].ms))
 	for i := range out {
-		out[i].Strategy = res.round2[0].ms[i].Strategy
-		for _, w := range res.round2 {
+		out[i].Strategy = ws[0].ms[i].Strategy
+		for _, w := range ws {
 			out[i].Add(w.ms[i])
 		}
 	}
@@ -167,7 +175,7 @@ func (res *simResults) merged() []sim.Metrics {
 
 // chart is what the chart shows: the round-2 world over every seed, or the round-1 world alone.
 func (res *simResults) chart() (string, []sim.Metrics) {
-	if m := res.merged(); m != nil {
+	if m := merged(res.round2); m != nil {
 		return fmt.Sprintf("round-2 world, %d seeds", len(res.round2)), m
 	}
 	return "round-1 world", res.round1.ms
@@ -180,6 +188,9 @@ func writeSim(p func(string, ...any), res *simResults) {
 		if len(res.round2) > 0 {
 			writeRound2(p, res)
 		}
+		if len(res.round3) > 0 {
+			writeRound3(p, res)
+		}
 		if res.round1 != nil {
 			writeRound1(p, res)
 		}
@@ -190,11 +201,14 @@ func writeSim(p func(string, ...any), res *simResults) {
 		p("**A partial run** (`-only sim` narrowed by -seeds, -worlds, -strategies or -duration): not the report's full set.\n\n")
 	}
 	p("Ours drives `pool.Pool` through its public API, with no HTTP in between and every setting at its default (the idle TTL included): `PickAt` at the simulated instant (`clock.Fake`), the simulated world decides the answer, and `Lease.ReportAt` gets the verdict `transport.DefaultClassifier` gives the response or error a real exit would have produced for it (`sim.Verdict` builds them — status, headers, body, net/http's errors, the CONNECT answer through a tunnel — and asks the classifier of this build; a test checks every answer against a real `transport.Transport`). `pool.WithSeed` (drawn from the strategy's seeded source) and `pool.WithInlineSweep` keep a run deterministic. The peers choose exits by their own rules. A refused request (no exit ready) makes its worker wait RetryIn, at most the world's limit, then take its next request.\n\n")
-	p("Two oracles. The **clairvoyant** oracle (`sim.Oracle`) peeks at each attempt's fate, its coin flips included: it sends only through an exit that will be served, so it uses a flaky exit (30 %% of attempts time out) only for the attempts that will not time out, never wastes one, and when nothing will be served refuses with no wait (its worker waits the world's least, 100 ms). No strategy can know that: it is an upper bound, not a target. The **informed** oracle (`sim.InformedOracle`) knows the whole hidden state — which exits are dead, failing auth or flaky, each pair's ban and slow-body episodes and proxy denial, each origin's cap and window and each pair's count in it — but not the coin flips (timeouts, latencies): it sends only where the state says it will be served, through a healthy exit at random, never provokes a 429 or a ban page, uses a flaky exit only when no healthy one is ready and the attempt is worth its worker's expected 4.9 s (by what worker time gets where capacity does not bind: always in the round-1 world, never in the round-2 one), and refuses with the time until its soonest exit is ready, as the pool does. It is what a perfect learner could reach, so **issue 13's goodput target (≥ 0.90) is judged against the informed oracle**; every table shows both ratios.\n\n")
+	p("Two oracles. The **clairvoyant** oracle (`sim.Oracle`) peeks at each attempt's fate, its coin flips included: it sends only through an exit that will be served, so it uses a flaky exit (30 %% of attempts time out) only for the attempts that will not time out, never wastes one, uses a slow pair (round 3) only by the informed oracle's rule below, and when nothing will be served refuses with no wait (its worker waits the world's least, 100 ms). No strategy can know that: it is an upper bound, not a target. The **informed** oracle (`sim.InformedOracle`) knows the whole hidden state — which exits are dead, failing auth or flaky, each pair's ban and slow-body episodes and proxy denial, each origin's cap and window and each pair's count in it, and in round 3 which pairs are slow, every outage and every exit's churn — but not the coin flips (timeouts, latencies): it sends only where the state says it will be served, through a healthy exit at random, never provokes a 429 or a ban page, uses a flaky exit (or a slow pair) only when no fast, healthy one is ready and the attempt is worth its worker's expected 4.9 s (4.5 s) by what worker time gets where capacity does not bind (always in the round-1 world, never in the round-2 and round-3 ones), and refuses with the time until its soonest exit is ready, as the pool does. It is what a perfect learner could reach, so **issue 13's goodput target (≥ 0.90) is judged against the informed oracle**; every table shows both ratios.\n\n")
 	p("Simulation: %d runs, %d at a time, in %v.\n\n", res.runs, res.par, res.elapsed.Round(time.Second))
 	writeJudgements(p)
 	if len(res.round2) > 0 {
 		writeRound2(p, res)
+	}
+	if len(res.round3) > 0 {
+		writeRound3(p, res)
 	}
 	if res.round1 != nil {
 		writeRound1(p, res)
@@ -235,15 +249,22 @@ func verdictMore(v pool.Verdict) string {
 }
 
 func writeRound2(p func(string, ...any), res *simResults) {
+	writeSeeded(p, res, res.round2, "Round-2 world (issue 13)", writeRound2World, "Targets for ours (defaults), every seed (issue 13)")
+}
+
+// writeSeeded is a seeded world's section (ws, its seeds' runs): the title with its seeds, what
+// describe says of it (left out when brief), and its figures, their targets under heading.
+func writeSeeded(p func(string, ...any), res *simResults, ws []worldResult, title string,
+	describe func(func(string, ...any), *simResults, []string), heading string) {
 	var seeds []string
-	for _, w := range res.round2 {
+	for _, w := range ws {
 		seeds = append(seeds, strconv.FormatUint(w.sc.Seed, 10))
 	}
-	p("### Round-2 world (issue 13), seeds %s\n\n", strings.Join(seeds, ", "))
+	p("### %s, seeds %s\n\n", title, strings.Join(seeds, ", "))
 	if !res.brief {
-		writeRound2World(p, res, seeds)
+		describe(p, res, seeds)
 	}
-	writeRound2Figures(p, res)
+	writeSeededFigures(p, res, ws, heading)
 }
 
 // writeRound2World describes the round-2 world and what each seed dealt.
@@ -259,18 +280,7 @@ func writeRound2World(p func(string, ...any), res *simResults, seeds []string) {
 		len(sc.Origins), sc.BansPerHour, strings.Join(bands, ", "), forbiddenShare(sc)*100, sc.StallsPerHour, span(sc.StallMin, sc.StallMax), dur(sc.StallTimeout),
 		sc.BurstsPerHour, span(sc.BurstMin, sc.BurstMax), sc.BurstShare*100)
 
-	p("| origin |")
-	for _, s := range seeds {
-		p(" seed %s |", s)
-	}
-	p("\n|---|%s\n", strings.Repeat("---|", len(seeds)))
-	for o := range sc.Origins {
-		p("| %s |", sim.OriginKey(o))
-		for _, w := range res.round2 {
-			p(" %s |", w.sc.Origins[o])
-		}
-		p("\n")
-	}
+	writeOrigins(p, res.round2, seeds)
 	p("\n| seed | ban episodes (%s) | of them plain 403 | slow-body episodes | proxy-denied pairs | bursts |\n|---|---|---|---|---|---|\n", strings.Join(bandNames(sc), " / "))
 	for _, w := range res.round2 {
 		var bs []string
@@ -282,11 +292,27 @@ func writeRound2World(p func(string, ...any), res *simResults, seeds []string) {
 	p("\n")
 }
 
-// writeRound2Figures is the round-2 world's targets and tables.
-func writeRound2Figures(p func(string, ...any), res *simResults) {
-	sc := res.round2[0].sc
+// writeOrigins is the table of a seeded world's origins, by seed.
+func writeOrigins(p func(string, ...any), ws []worldResult, seeds []string) {
+	p("| origin |")
+	for _, s := range seeds {
+		p(" seed %s |", s)
+	}
+	p("\n|---|%s\n", strings.Repeat("---|", len(seeds)))
+	for o := range ws[0].sc.Origins {
+		p("| %s |", sim.OriginKey(o))
+		for _, w := range ws {
+			p(" %s |", w.sc.Origins[o])
+		}
+		p("\n")
+	}
+}
 
-	p("#### Targets for ours (defaults), every seed (issue 13)\n\n")
+// writeSeededFigures is a seeded world's targets (under heading) and tables: ws are its seeds' runs.
+func writeSeededFigures(p func(string, ...any), res *simResults, ws []worldResult, heading string) {
+	sc := ws[0].sc
+
+	p("#### %s\n\n", heading)
 	if !res.brief {
 		p("429s provoked and wasted attempts compare per simulated hour with round 1's figures for ours (defaults) in the round-1 world (%d and %d in 3 h): this world keeps that world's workers, exits and duration, so the bounds are %.0f and %.0f in a 3 h run. Recovery is measured per ban episode: a pair's bans less than %s apart are one episode (only a strategy that sees the future is served between them), and only the episodes a strategy met — it got a challenge page or a ban's plain 403 from them — are measured, for a ban none of whose answers reached it did not take its pair out (the oracles meet none); episodes that ended less than %s before the end of a run are not measured. \"Not met\" counts the measurable episodes a strategy never met. An episode never followed by a success counts as longer than any in the median.\n\n",
 			sim.Round1Ours429, sim.Round1OursWasted, sim.Target429Share*sim.Round1Ours429, sim.TargetWastedShare*sim.Round1OursWasted, dur(sim.BanMergeGap), dur(sim.RecoveryHorizon))
@@ -296,20 +322,20 @@ func writeRound2Figures(p func(string, ...any), res *simResults) {
 		names = append(names, t.Short)
 	}
 	p("| seed | %s | goodput ÷ clairvoyant oracle (not judged) | best peer (÷ informed oracle) |\n|---|%s---|---|\n", strings.Join(names, " | "), strings.Repeat("---|", len(names)))
-	if res.round2[0].ms[0].Strategy != sim.Ours().Name {
+	if ws[0].ms[0].Strategy != sim.Ours().Name {
 		p("\n(ours (defaults) did not run.)\n\n")
 	} else {
-		for _, w := range res.round2 {
+		for _, w := range ws {
 			p("| %d |", w.sc.Seed)
 			for _, t := range sim.Targets(w.sc, w.ms[0], w.informed()) {
 				p(" %s %s |", t.Got, t.Mark())
 			}
 			p(" %.2f | %s |\n", ratio(w.ms[0], w.oracle()), bestPeer(w.ms))
 		}
-		if len(res.round2) > 1 {
-			m := res.merged()
+		if len(ws) > 1 {
+			m := merged(ws)
 			all := sc
-			all.Duration = sc.Duration * time.Duration(len(res.round2))
+			all.Duration = sc.Duration * time.Duration(len(ws))
 			p("| all (pooled) |")
 			for _, t := range sim.Targets(all, m[0], m[len(m)-2]) {
 				p(" %s %s |", t.Got, t.Mark())
@@ -317,31 +343,31 @@ func writeRound2Figures(p func(string, ...any), res *simResults) {
 			p(" %.2f | %s |\n", ratio(m[0], m[len(m)-1]), bestPeer(m))
 		}
 		p("\n")
-		if m := res.merged(); !res.brief {
+		if m := merged(ws); !res.brief {
 			in, cl := m[len(m)-2], m[len(m)-1]
 			p("The goodput target is judged against the informed oracle, not the clairvoyant one: pooled over the seeds, ours (defaults) gets %.2f of the informed oracle's goodput and %.2f of the clairvoyant one's, and the clairvoyant oracle gets %.2f× the informed one's — from each attempt's coin flips (which flaky attempts time out), which no strategy can see, and from refusing without waiting. A target of 0.90 of the clairvoyant oracle could not be met by any strategy that can be built.\n\n",
 				ratio(m[0], in), ratio(m[0], cl), ratio(cl, in))
 		}
 	}
 
-	if len(res.round2) > 1 {
-		writePooled(p, res)
+	if len(ws) > 1 {
+		writePooled(p, ws)
 	}
-	for _, w := range res.round2 {
+	for _, w := range ws {
 		p("#### Seed %d\n\n", w.sc.Seed)
 		writeTable(p, w.ms, nil)
 	}
 }
 
-// writePooled is the round-2 world's table over every seed.
-func writePooled(p func(string, ...any), res *simResults) {
+// writePooled is a seeded world's table over every seed (ws).
+func writePooled(p func(string, ...any), ws []worldResult) {
 	p("#### All seeds, pooled\n\n")
 	p("Counts summed over the seeds, ÷ each oracle of the sums (worst seed in brackets), recovery medians over every seed's episodes.\n\n")
-	m := res.merged()
+	m := merged(ws)
 	worst := make([][2]float64, len(m))
 	for i := range m {
 		worst[i] = [2]float64{2, 2}
-		for _, w := range res.round2 {
+		for _, w := range ws {
 			worst[i][0] = min(worst[i][0], ratio(w.ms[i], w.oracle()))
 			worst[i][1] = min(worst[i][1], ratio(w.ms[i], w.informed()))
 		}
@@ -409,20 +435,32 @@ func ratio(m, oracle sim.Metrics) float64 {
 }
 
 // writeTable is the table of ms, the informed oracle then the clairvoyant one last; worst, when
-// set, is each strategy's worst seed's ÷ clairvoyant and ÷ informed.
+// set, is each strategy's worst seed's ÷ clairvoyant and ÷ informed. A world with slow pairs or
+// outages (round 3) gets their columns too.
 func writeTable(p func(string, ...any), ms []sim.Metrics, worst [][2]float64) {
 	oracle, informed := ms[len(ms)-1], ms[len(ms)-2]
-	p("| strategy | goodput | ÷ clairvoyant oracle | ÷ informed oracle | wasted attempts | 429s provoked | challenge pages | plain-403 bans | proxy denials | slow bodies | site's 403s (not wasted) | timeouts | worker time lost to timeouts + slow bodies | refused (not sent) | recovery after a ban (median) | bans never recovered (of those met) |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	round3 := false
+	for _, m := range ms {
+		round3 = round3 || m.SlowAttempts > 0 || m.Unavailable > 0
+	}
+	p("| strategy | goodput | ÷ clairvoyant oracle | ÷ informed oracle | wasted attempts | 429s provoked | challenge pages | plain-403 bans | proxy denials | slow bodies | site's 403s (not wasted) | timeouts | worker time lost to timeouts + slow bodies | refused (not sent) | recovery after a ban (median) | bans never recovered (of those met) |")
+	if round3 {
+		p(" 503s (outages) | attempts on slow pairs | worker time on slow pairs |")
+	}
+	p("\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", strings.Repeat("---|", map[bool]int{false: 0, true: 3}[round3]))
 	for i, m := range ms {
 		r, ri := fmt.Sprintf("%.2f", ratio(m, oracle)), fmt.Sprintf("%.2f", ratio(m, informed))
 		if worst != nil {
 			r += fmt.Sprintf(" (%.2f)", worst[i][0])
 			ri += fmt.Sprintf(" (%.2f)", worst[i][1])
 		}
-		p("| %s | %d | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %.1f %% | %d | %s | %s |\n", m.Strategy, m.Successes, r, ri,
+		p("| %s | %d | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %.1f %% | %d | %s | %s |", m.Strategy, m.Successes, r, ri,
 			m.Wasted(), m.RateLimited, m.Blocked, m.Banned403, m.Denied, m.SlowBodies, m.Site403, m.Timeouts,
 			100*(m.TimeoutTime+m.StallTime).Seconds()/m.WorkerTime.Seconds(), m.Refusals, sim.MedianRecoveryString(m), sim.UnrecoveredString(m))
+		if round3 {
+			p(" %d | %d | %.1f %% |", m.Unavailable, m.SlowAttempts, 100*m.SlowTime.Seconds()/m.WorkerTime.Seconds())
+		}
+		p("\n")
 	}
 	p("\n")
 }
