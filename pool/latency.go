@@ -40,7 +40,7 @@ import (
 // and are judged by the breakers.
 const (
 	// latencyDecay is the time constant of a tracked pair's estimate (Finagle's default decay time).
-	latencyDecay = 10 * time.Second
+	latencyDecay = 60 * time.Second
 	// slowFactor: an answer this many times the origin's typical latency makes its pair tracked.
 	slowFactor = 3
 	// fastFactor: a tracked pair whose estimate falls under this many times the typical is dropped.
@@ -145,6 +145,17 @@ func (l *originLatency) estimate(now time.Time, id uint32, typ float64) float64 
 		return d
 	}
 	return typ
+}
+
+// isSlow reports whether the pair of exit id is slow for the origin at now: tracked, and its
+// decayed estimate still above fastFactor × the typical. A pick takes a slow exit only when no
+// other is ready (sample, scan), as the informed oracle of the bench's round-3 world does.
+func (l *originLatency) isSlow(now time.Time, id uint32) bool {
+	if !l.slow.get(id) {
+		return false
+	}
+	typ := l.typicalSeconds()
+	return l.estimate(now, id, typ) > typ
 }
 
 // ramped reports whether a candidate drawn for the pair of exit id takes part in a pick at now:
@@ -297,4 +308,11 @@ func (p *Pool) prefer(now time.Time, o *originState, a, b candidate) bool {
 	ca := o.lat.estimate(now, a.id, typ) * float64(na+1)
 	cb := o.lat.estimate(now, b.id, typ) * float64(nb+1)
 	return cb < ca
+}
+
+// passOver reports whether a pick passes over exit id for o while another may be ready: its
+// pair is slow — unless its breakers are out of CLOSED, when the attempt is a probe, which says
+// whether a ban or a rest is over and must not wait behind faster exits.
+func (p *Pool) passOver(now time.Time, o *originState, id uint32) bool {
+	return o.lat.isSlow(now, id) && !o.open.get(id) && !p.exitOpen.get(id)
 }

@@ -201,7 +201,10 @@ func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, 
 			if p.prefer(now, o, a, b) {
 				a, b = b, a
 			}
-			for _, x := range [2]candidate{a, b} {
+			for k, x := range [2]candidate{a, b} {
+				if k == 1 && ramps && p.passOver(now, o, x.id) {
+					break // the better one has no token: draw again rather than wait on a slow one
+				}
 				if ok, _, _ := p.tokensReady(now, o, g, x.i); ok {
 					return x.es, x.id
 				}
@@ -209,12 +212,12 @@ func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, 
 			have = false
 		}
 	}
-	if have {
+	if have && !(ramps && p.passOver(now, o, first.id)) {
 		if ok, _, _ := p.tokensReady(now, o, g, first.i); ok {
 			return first.es, first.id
 		}
 	}
-	return nil, 0
+	return nil, 0 // the scan looks at every exit, and takes a slow one only if nothing else is ready
 }
 
 // candidate is one draw of sample: the exit's index in its group, its id and its state.
@@ -225,19 +228,28 @@ type candidate struct {
 }
 
 // scan visits every exit of sub (of g) from a random start and picks a ready one at random (by
-// weight) into c.exit; when there is none it keeps in c the soonest instants a breaker or a token
-// may make one ready.
+// weight) into c.exit — one the origin does not track as slow, if any is ready; when there is
+// none it keeps in c the soonest instants a breaker or a token may make one ready.
 func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, avoid *Retries, c *choice) {
 	n := sub.size(g)
 	if n == 0 {
 		return
 	}
 	start := int(p.rand() % uint64(n))
-	var total float64
+	tracking := o.lat.tracking()
+	var total, slowTotal float64
+	var slow *exitState
+	var slowID uint32
 	for k := range n {
 		i := sub.index((start + k) % n)
 		ok, at, scope := p.ready(now, o, g, i, avoid)
 		switch {
+		case ok && tracking && p.passOver(now, o, g.id(i)):
+			w := g.exits[i].exit.weight
+			slowTotal += w
+			if float64(p.rand()>>11)/(1<<53)*slowTotal < w {
+				slow, slowID = g.exits[i], g.id(i)
+			}
 		case ok:
 			// Weighted reservoir sampling: each ready exit ends up chosen with probability weight/total.
 			w := g.exits[i].exit.weight
@@ -252,6 +264,15 @@ func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, av
 			}
 		case c.probeAt.IsZero() || at.Before(c.probeAt):
 			c.probeAt = at
+		}
+	}
+	if c.exit == nil && slow != nil {
+		// Only slow exits are ready. Holding a worker for a slow answer beats waiting only when no
+		// other exit's token comes sooner than that answer would: goodput per worker-second.
+		typ := o.lat.typicalSeconds()
+		wait := c.tokenAt.Sub(now).Seconds()
+		if c.tokenAt.IsZero() || wait >= o.lat.estimate(now, slowID, typ) {
+			c.exit, c.id = slow, slowID
 		}
 	}
 }
