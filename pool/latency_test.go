@@ -92,9 +92,9 @@ func TestSlowPairIsPickedLess(t *testing.T) {
 	if got := shares(t, p, "shop.test", 400); got["e0"] != 0 {
 		t.Errorf("picks with each fast exit holding a lease, e0 just slow: %v, want none on e0", got)
 	}
-	clk.Advance(2 * time.Minute) // the estimate decays towards the typical 10 ms
+	clk.Advance(10 * time.Minute) // the estimate decays towards the typical 10 ms (latencyDecay 60 s)
 	if got := shares(t, p, "shop.test", 400); got["e0"] == 0 {
-		t.Errorf("picks 2 min after e0's slow answer, fast exits loaded: %v, want some on e0 (a trickle)", got)
+		t.Errorf("picks 10 min after e0's slow answer, fast exits loaded: %v, want some on e0 (a trickle)", got)
 	}
 	for _, l := range held {
 		l.Release()
