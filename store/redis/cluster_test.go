@@ -1,7 +1,6 @@
 package redisstore_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +8,9 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/pool"
+	"github.com/proxybreaker/proxybreaker/store"
+	redisstore "github.com/proxybreaker/proxybreaker/store/redis"
 )
 
 // clusterMasters is the size of the test cluster: three masters, no replicas.
@@ -53,19 +55,6 @@ func newClusterClient(t testing.TB, addrs []string) *goredis.ClusterClient {
 	return c
 }
 
-// namespaceOn returns a namespace whose hash slot the cluster's master serves.
-func namespaceOn(t *testing.T, c *servertest.RedisCluster, master int, prefix string) string {
-	t.Helper()
-	for n := range 200 {
-		ns := fmt.Sprintf("%s-%d", prefix, n)
-		if c.Owner("{pb:"+ns+"}") == master {
-			return ns
-		}
-	}
-	t.Fatalf("no namespace %s-0…%s-199 falls on master %d", prefix, prefix, master)
-	return ""
-}
-
 // wantOnlyOn checks that key exists on master and that every other master redirects it there.
 func wantOnlyOn(t *testing.T, c *servertest.RedisCluster, key string, master int) {
 	t.Helper()
@@ -83,28 +72,27 @@ func wantOnlyOn(t *testing.T, c *servertest.RedisCluster, key string, master int
 // TestRedisCluster runs the fleet tests on a Redis Cluster of three masters, each fleet's members
 // using go-redis ClusterClients seeded with different masters, each test in a namespace of its
 // own:
-//   - a trip and a parked exit on member a reach member b through the cluster, wherever the
-//     namespace lives (one namespace on each master), and the entries are on that master alone;
+//   - a trip and a parked exit on member a reach member b through the cluster (sharded pub/sub),
+//     and each entry is on the master of its shard alone;
 //   - the fleet-wide probe claim holds: one probe for the fleet, whose success closes the pair
 //     on both members;
-//   - the rate-limit leases hold the fleet's combined rate, the bucket's state on the
-//     namespace's master.
+//   - the rate-limit leases hold the fleet's combined rate, the bucket's state on its shard's
+//     master.
 func TestRedisCluster(t *testing.T) {
 	d, c := cluster(t)
-	for master := range clusterMasters {
-		t.Run(fmt.Sprintf("SharesTripAndParkedExit/master%d", master), func(t *testing.T) {
-			ns := namespaceOn(t, c, master, "trip")
-			testSharesTripAndParkedExit(t, d, ns)
-			wantOnlyOn(t, c, "{pb:"+ns+"}:b:pair:x1:a.example", master)
-			wantOnlyOn(t, c, "{pb:"+ns+"}:b:exit:x0:", master)
-		})
-	}
+	t.Run("SharesTripAndParkedExit", func(t *testing.T) {
+		testSharesTripAndParkedExit(t, d, "trip")
+		for _, k := range []store.Key{{Scope: pool.ScopePair, Exit: "x1", Origin: originA}, {Scope: pool.ScopeExit, Exit: "x0"}} {
+			key := redisstore.StateKey("trip", k)
+			wantOnlyOn(t, c, key, c.Owner(key))
+		}
+	})
 	t.Run("SendsOneProbe", func(t *testing.T) {
-		testSendsOneProbe(t, d, namespaceOn(t, c, 1, "probe"))
+		testSendsOneProbe(t, d, "probe")
 	})
 	t.Run("RateLimitHoldsCombinedRate", func(t *testing.T) {
-		ns := namespaceOn(t, c, 2, "rate")
-		testRateLimitHoldsCombinedRate(t, d, ns)
-		wantOnlyOn(t, c, "{pb:"+ns+"}:rl:x0", 2)
+		testRateLimitHoldsCombinedRate(t, d, "rate")
+		key := strings.Replace(redisstore.StateKey("rate", store.Key{Scope: pool.ScopeExit, Exit: "x0"}), ":b:exit:x0:", ":rl:x0", 1)
+		wantOnlyOn(t, c, key, c.Owner(key))
 	})
 }
