@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -150,4 +151,23 @@ func TestResyncPushesOnlyOwnChanges(t *testing.T) {
 	if n := tap.count() - 1; n != 0 {
 		t.Errorf("the re-sync published %d events, want 0", n)
 	}
+}
+
+// TestLegacyLayoutRefused: a namespace that holds the one-slot layout of earlier versions is
+// refused: the store stays degraded with ErrLegacyLayout (requests go on, on local state) until
+// the old keys are gone, then syncs.
+func TestLegacyLayoutRefused(t *testing.T) {
+	addr := servertest.Redis(t)
+	ctl := newClient(t, addr)
+	ctx := context.Background()
+	ctl.ZAdd(ctx, "{pb:test}:idx", goredis.Z{Score: 1, Member: "{pb:test}:b:pair:x1:a.example"})
+	m := newMember(t, addr, "a", memberConfig{settings: redisstore.Settings{HealthInterval: 50 * time.Millisecond}})
+	if _, ok := storetest.Eventually(5*time.Second, func() bool { return errors.Is(m.st.Health().Err, redisstore.ErrLegacyLayout) }); !ok {
+		t.Fatalf("Health() = %+v, want degraded with ErrLegacyLayout", m.st.Health())
+	}
+	if label := storetest.MustGet(t, m.tr, urlA); label == "" {
+		t.Error("a request failed while the namespace was refused")
+	}
+	ctl.Del(ctx, "{pb:test}:idx")
+	m.waitHealthy(t)
 }

@@ -65,6 +65,7 @@ func (st *Store) syncLoop(g *group) {
 				return
 			}
 			st.failGroup(g, err)
+			st.reloadSlots()
 			st.report()
 			if !st.sleep(st.s.HealthInterval) {
 				return
@@ -82,6 +83,16 @@ func (st *Store) syncLoop(g *group) {
 			st.failGroup(g, err)
 		}
 		st.report()
+	}
+}
+
+// reloadSlots asks a cluster client to reload its map of slots to masters (in the background): a
+// failed master's replica takes its slots over, and go-redis would otherwise keep dialling the
+// dead master until its next periodic reload (ClusterOptions.ClusterStateReloadInterval, 60 s by
+// default) or a MOVED reply.
+func (st *Store) reloadSlots() {
+	if cc, ok := st.c.(*goredis.ClusterClient); ok {
+		cc.ReloadState(st.ctx)
 	}
 }
 
