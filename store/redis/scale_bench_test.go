@@ -37,6 +37,9 @@ const (
 	scaleChurn    = 100
 	// scaleTrips is how many trips each run times on their way to every other member.
 	scaleTrips = 200
+	// scaleResyncWithin bounds the wait for a fleet-wide re-sync: past it the benchmark reports
+	// how many members were healthy again (resync-healthy), and the figures up to then.
+	scaleResyncWithin = 3 * time.Minute
 )
 
 // scaleMember is one member of the fleet: a store and a pool on its own cluster client, with no
@@ -139,6 +142,19 @@ func (m *scaleMember) trip(b *testing.B, exit, origin string) {
 // waitAll waits until cond holds for every member, polling; it fails the benchmark after within.
 func waitAll(b *testing.B, members []*scaleMember, within time.Duration, cond func(*scaleMember) bool) time.Duration {
 	b.Helper()
+	took, ok := waitFor(members, within, cond)
+	if !ok {
+		for _, m := range members {
+			b.Logf("member %s: %+v %+v", m.st.Member(), m.st.Health(), m.st.Stats())
+		}
+		b.Fatalf("condition not reached by every member within %v", within)
+	}
+	return took
+}
+
+// waitFor waits until cond holds for every member, polling, at most within; it reports how long
+// it waited and whether cond held.
+func waitFor(members []*scaleMember, within time.Duration, cond func(*scaleMember) bool) (time.Duration, bool) {
 	start := time.Now()
 	for {
 		ok := true
@@ -148,14 +164,8 @@ func waitAll(b *testing.B, members []*scaleMember, within time.Duration, cond fu
 				break
 			}
 		}
-		if ok {
-			return time.Since(start)
-		}
-		if time.Since(start) > within {
-			for _, m := range members {
-				b.Logf("member %s: %+v %+v", m.st.Member(), m.st.Health(), m.st.Stats())
-			}
-			b.Fatalf("condition not reached by every member within %v", within)
+		if ok || time.Since(start) > within {
+			return time.Since(start), ok
 		}
 		time.Sleep(100 * time.Microsecond) // polling atomics of other goroutines
 	}
@@ -224,8 +234,9 @@ func sumStats(members []*scaleMember) (published, applied, reconciles, timeouts 
 //   - coldstart-ms: a 33rd member's start, from New to healthy, with 1,000+ live entries, and
 //     poolbuild-ms: building such a pool without a store (the rest is the pull);
 //   - resync-*: a fleet-wide re-sync (every subscription killed, as a failover does): the time
-//     until every member is healthy, the entries published again, the pub/sub output (MiB) and
-//     the Redis calls that timed out (each one restarts a re-sync);
+//     until every member is healthy (at most 3 min: resync-healthy counts those that were), the
+//     entries published again, the pub/sub output (MiB) and the Redis calls that timed out (each
+//     one restarts a re-sync);
 //   - redis-MiB: the masters' used_memory at the end.
 //
 // The fleet is built once per run, in a minute or two: run it once, with -benchtime 1x.
@@ -356,10 +367,15 @@ func BenchmarkFleetScale(b *testing.B) {
 	for _, m := range members {
 		recBefore[m] = m.st.Stats().Reconciles
 	}
-	waitAll(b, members, 5*time.Minute, func(m *scaleMember) bool {
-		return m.st.Stats().Reconciles > recBefore[m] && !m.st.Health().Degraded
-	})
-	took := time.Since(start)
+	synced := func(m *scaleMember) bool { return m.st.Stats().Reconciles > recBefore[m] && !m.st.Health().Degraded }
+	took, _ := waitFor(members, scaleResyncWithin, synced)
+	healthy := 0
+	for _, m := range members {
+		if synced(m) {
+			healthy++
+		}
+	}
+	b.ReportMetric(float64(healthy), "resync-healthy")
 	after = readMasters(b, c)
 	pub1, _, rec1, to1 := sumStats(members)
 	b.ReportMetric(ms(took), "resync-ms")
