@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,7 @@ func wantOnlyOn(t *testing.T, c *servertest.RedisCluster, key string, master int
 // own:
 //   - a trip and a parked exit on member a reach member b through the cluster (sharded pub/sub),
 //     and each entry is on the master of its shard alone;
+//   - the keys of 1,000 exits fall on every master, each within 2× of the mean;
 //   - the fleet-wide probe claim holds: one probe for the fleet, whose success closes the pair
 //     on both members;
 //   - the rate-limit leases hold the fleet's combined rate, the bucket's state on its shard's
@@ -86,6 +88,21 @@ func TestRedisCluster(t *testing.T) {
 			key := redisstore.StateKey("trip", k)
 			wantOnlyOn(t, c, key, c.Owner(key))
 		}
+	})
+	t.Run("KeysSpreadOverMasters", func(t *testing.T) {
+		// 1,000 exits' entries: every master serves its share, within 2× of the mean either way.
+		per := make([]int, clusterMasters)
+		const exits = 1000
+		for i := range exits {
+			per[c.Owner(redisstore.StateKey("spread", store.Key{Scope: pool.ScopeExit, Exit: fmt.Sprintf("x%d", i)}))]++
+		}
+		mean := exits / clusterMasters
+		for m, n := range per {
+			if n > 2*mean || 2*n < mean {
+				t.Errorf("master %d serves %d of %d exits' keys, want within 2× of the mean %d (all: %v)", m, n, exits, mean, per)
+			}
+		}
+		t.Logf("exits' keys per master: %v", per)
 	})
 	t.Run("SendsOneProbe", func(t *testing.T) {
 		testSendsOneProbe(t, d, "probe")
