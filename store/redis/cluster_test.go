@@ -39,11 +39,16 @@ func standalone(t testing.TB) deployment {
 // master i first, so that the members find the cluster through different nodes.
 func cluster(t testing.TB) (deployment, *servertest.RedisCluster) {
 	c := servertest.StartRedisCluster(t, clusterMasters)
+	return on(c), c
+}
+
+// on is the deployment of c: member i's ClusterClient is seeded with master i first.
+func on(c *servertest.RedisCluster) deployment {
 	return deployment{client: func(t testing.TB, i int) goredis.UniversalClient {
 		addrs := c.Addrs()
 		k := i % len(addrs)
 		return newClusterClient(t, append(addrs[k:], addrs[:k]...))
-	}}, c
+	}}
 }
 
 func newClusterClient(t testing.TB, addrs []string) *goredis.ClusterClient {

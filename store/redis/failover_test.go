@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 	"github.com/proxybreaker/proxybreaker/pool"
@@ -21,11 +19,7 @@ import (
 // client is seeded with master i first.
 func replicatedCluster(t testing.TB) (deployment, *servertest.RedisCluster) {
 	c := servertest.StartRedisClusterReplicas(t, clusterMasters, 1)
-	return deployment{client: func(t testing.TB, i int) goredis.UniversalClient {
-		addrs := c.Addrs()
-		k := i % len(addrs)
-		return newClusterClient(t, append(addrs[k:], addrs[:k]...))
-	}}, c
+	return on(c), c
 }
 
 // exitOn returns the first of the exits x0…x(n-1) whose pair key for origin is on master at the
