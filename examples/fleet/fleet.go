@@ -93,16 +93,19 @@ func newFleet(addr string, w *shop, p *printer) (*fleet, error) {
 func (f *fleet) newMember(name, addr, ns string) (*member, error) {
 	m := &member{name: name}
 	m.client = goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	synced := false // OnHealth's calls never overlap
 	st, err := redisstore.New(m.client, redisstore.Settings{
 		Namespace: ns, Member: name,
 		HealthInterval: 100 * time.Millisecond,
 		Logger:         slog.New(slog.DiscardHandler),
 		OnHealth: func(h redisstore.Health) {
-			if h.Degraded {
+			switch {
+			case h.Degraded:
 				f.p.say("member %s: degraded, serving on local state (%v)", name, h.Err)
-			} else {
+			case synced: // not the first sync, which every start reports
 				f.p.say("member %s: in step with the fleet again", name)
 			}
+			synced = synced || !h.Degraded
 		},
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package servertest_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 )
@@ -55,5 +56,43 @@ func TestRedisClusterIsUp(t *testing.T) {
 		if got, err := c.Do(owner, "GET", key); err != nil || got != "v" {
 			t.Errorf("GET %s on master %d = %q, %v; want v", key, owner, got, err)
 		}
+	}
+}
+
+// TestRedisClusterReplicaTakesOver: three masters with a replica each; a key written to its
+// master is on the replica, and once the master is killed the replica is a master serving it.
+func TestRedisClusterReplicaTakesOver(t *testing.T) {
+	t.Parallel()
+	c := servertest.StartRedisClusterReplicas(t, 3, 1)
+	for i := range 6 {
+		want := "master"
+		if i >= 3 {
+			want = "slave"
+		}
+		if got, err := c.Role(i); err != nil || got != want {
+			t.Fatalf("Role(%d) = %q, %v; want %s", i, got, err, want)
+		}
+	}
+	const key = "{a}k"
+	owner := c.Owner(key)
+	if _, err := c.Do(owner, "SET", key, "v"); err != nil {
+		t.Fatalf("SET on master %d: %v", owner, err)
+	}
+	if got, err := c.Do(owner, "WAIT", "1", "2000"); err != nil || got != "1" {
+		t.Fatalf("WAIT 1 2000 on master %d = %q, %v; want 1 replica", owner, got, err)
+	}
+	c.Kill(owner)
+	replica := owner + 3
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		role, _ := c.Role(replica)
+		got, err := c.Do(replica, "GET", key)
+		if role == "master" && err == nil && got == "v" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d after its master was killed: role %q, GET %s = %q, %v; want master and v", replica, role, key, got, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling another process, not waiting on a clock of ours
 	}
 }

@@ -24,7 +24,7 @@ type hold struct {
 // ClaimProbe claims, for the whole fleet, the HALF_OPEN probe the pool is about to send for t
 // (pool.ProbeClaimer). It runs on the request path, only for a request that would be a probe:
 //
-//   - while the store is degraded it returns true at once (the probe is this member's alone: during
+//   - while the key's shard is out of step (the store is degraded) it returns true at once (the probe is this member's alone: during
 //     an outage a fleet may send one probe per member);
 //   - while another member's claim on t is known to hold, false at once, without a round trip;
 //   - otherwise it makes one round trip (SET NX PX lease, in a script), bounded by ClaimTimeout.
@@ -35,11 +35,12 @@ type hold struct {
 // A probe's verdict releases its claim (the publish script deletes it), so the fleet's next probe
 // of the key need not wait for the lease.
 func (st *Store) ClaimProbe(now time.Time, t pool.ProbeTarget, lease time.Duration) bool {
-	if st.degraded.Load() || st.ctx.Err() != nil {
+	k := keyOfTarget(t)
+	bid, shard := id(k), shardOf(k)
+	if !st.groupOf[shard].inStep.Load() || st.ctx.Err() != nil {
 		st.claims.Add(1)
 		return true
 	}
-	bid := targetID(t)
 	st.holdMu.Lock()
 	h := st.holds[bid]
 	if h != nil && !now.Before(h.until) {
@@ -51,9 +52,9 @@ func (st *Store) ClaimProbe(now time.Time, t pool.ProbeTarget, lease time.Durati
 		st.claimsRefused.Add(1)
 		return false
 	}
-	res, err := st.claim(bid, lease)
+	res, err := st.claim(shard, bid, lease)
 	if err != nil {
-		st.fail(err)
+		st.failShard(shard, err)
 		st.claims.Add(1)
 		return true
 	}
@@ -65,10 +66,6 @@ func (st *Store) ClaimProbe(now time.Time, t pool.ProbeTarget, lease time.Durati
 	remaining := time.Duration(res[1]) * time.Millisecond
 	if remaining <= 0 {
 		remaining = lease // no expiry reported: assume the holder's lease is as long as ours
-	}
-	k := store.Key{Scope: t.Scope, Origin: t.Origin}
-	if t.Exit != nil {
-		k.Exit = t.Exit.Label()
 	}
 	h = &hold{id: bid, key: k, until: now.Add(remaining), changed: now}
 	st.holdMu.Lock()
@@ -83,10 +80,10 @@ func (st *Store) ClaimProbe(now time.Time, t pool.ProbeTarget, lease time.Durati
 	return false
 }
 
-// claim runs the claim script for bid, and gives up waiting after ClaimTimeout whether or not the
+// claim runs the claim script for bid on shard, and gives up waiting after ClaimTimeout whether or not the
 // client honours contexts (go-redis does only with Options.ContextTimeoutEnabled): the call goes on
 // in its own goroutine, which Close waits for.
-func (st *Store) claim(bid string, lease time.Duration) ([]int64, error) {
+func (st *Store) claim(shard int, bid string, lease time.Duration) ([]int64, error) {
 	type result struct {
 		res []int64
 		err error
@@ -103,7 +100,7 @@ func (st *Store) claim(bid string, lease time.Duration) ([]int64, error) {
 	go func() {
 		defer st.claimWG.Done()
 		defer cancel()
-		res, err := claimScript.Run(ctx, st.c, []string{st.k.claim(bid)}, st.member, max(lease.Milliseconds(), 1)).Int64Slice()
+		res, err := claimScript.Run(ctx, st.c, []string{st.k.claim(shard, bid)}, st.member, max(lease.Milliseconds(), 1)).Int64Slice()
 		if err == nil && len(res) != 2 {
 			err = fmt.Errorf("redisstore: claim script answered %v", res)
 		}

@@ -9,6 +9,9 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/pool"
+	"github.com/proxybreaker/proxybreaker/store"
+	redisstore "github.com/proxybreaker/proxybreaker/store/redis"
 )
 
 // clusterMasters is the size of the test cluster: three masters, no replicas.
@@ -36,11 +39,16 @@ func standalone(t testing.TB) deployment {
 // master i first, so that the members find the cluster through different nodes.
 func cluster(t testing.TB) (deployment, *servertest.RedisCluster) {
 	c := servertest.StartRedisCluster(t, clusterMasters)
+	return on(c), c
+}
+
+// on is the deployment of c: member i's ClusterClient is seeded with master i first.
+func on(c *servertest.RedisCluster) deployment {
 	return deployment{client: func(t testing.TB, i int) goredis.UniversalClient {
 		addrs := c.Addrs()
 		k := i % len(addrs)
 		return newClusterClient(t, append(addrs[k:], addrs[:k]...))
-	}}, c
+	}}
 }
 
 func newClusterClient(t testing.TB, addrs []string) *goredis.ClusterClient {
@@ -51,19 +59,6 @@ func newClusterClient(t testing.TB, addrs []string) *goredis.ClusterClient {
 	})
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// namespaceOn returns a namespace whose hash slot the cluster's master serves.
-func namespaceOn(t *testing.T, c *servertest.RedisCluster, master int, prefix string) string {
-	t.Helper()
-	for n := range 200 {
-		ns := fmt.Sprintf("%s-%d", prefix, n)
-		if c.Owner("{pb:"+ns+"}") == master {
-			return ns
-		}
-	}
-	t.Fatalf("no namespace %s-0…%s-199 falls on master %d", prefix, prefix, master)
-	return ""
 }
 
 // wantOnlyOn checks that key exists on master and that every other master redirects it there.
@@ -83,28 +78,43 @@ func wantOnlyOn(t *testing.T, c *servertest.RedisCluster, key string, master int
 // TestRedisCluster runs the fleet tests on a Redis Cluster of three masters, each fleet's members
 // using go-redis ClusterClients seeded with different masters, each test in a namespace of its
 // own:
-//   - a trip and a parked exit on member a reach member b through the cluster, wherever the
-//     namespace lives (one namespace on each master), and the entries are on that master alone;
+//   - a trip and a parked exit on member a reach member b through the cluster (sharded pub/sub),
+//     and each entry is on the master of its shard alone;
+//   - the keys of 1,000 exits fall on every master, each within 2× of the mean;
 //   - the fleet-wide probe claim holds: one probe for the fleet, whose success closes the pair
 //     on both members;
-//   - the rate-limit leases hold the fleet's combined rate, the bucket's state on the
-//     namespace's master.
+//   - the rate-limit leases hold the fleet's combined rate, the bucket's state on its shard's
+//     master.
 func TestRedisCluster(t *testing.T) {
 	d, c := cluster(t)
-	for master := range clusterMasters {
-		t.Run(fmt.Sprintf("SharesTripAndParkedExit/master%d", master), func(t *testing.T) {
-			ns := namespaceOn(t, c, master, "trip")
-			testSharesTripAndParkedExit(t, d, ns)
-			wantOnlyOn(t, c, "{pb:"+ns+"}:b:pair:x1:a.example", master)
-			wantOnlyOn(t, c, "{pb:"+ns+"}:b:exit:x0:", master)
-		})
-	}
+	t.Run("SharesTripAndParkedExit", func(t *testing.T) {
+		testSharesTripAndParkedExit(t, d, "trip")
+		for _, k := range []store.Key{{Scope: pool.ScopePair, Exit: "x1", Origin: originA}, {Scope: pool.ScopeExit, Exit: "x0"}} {
+			key := redisstore.StateKey("trip", k)
+			wantOnlyOn(t, c, key, c.Owner(key))
+		}
+	})
+	t.Run("KeysSpreadOverMasters", func(t *testing.T) {
+		// 1,000 exits' entries: every master serves its share, within 2× of the mean either way.
+		per := make([]int, clusterMasters)
+		const exits = 1000
+		for i := range exits {
+			per[c.Owner(redisstore.StateKey("spread", store.Key{Scope: pool.ScopeExit, Exit: fmt.Sprintf("x%d", i)}))]++
+		}
+		mean := exits / clusterMasters
+		for m, n := range per {
+			if n > 2*mean || 2*n < mean {
+				t.Errorf("master %d serves %d of %d exits' keys, want within 2× of the mean %d (all: %v)", m, n, exits, mean, per)
+			}
+		}
+		t.Logf("exits' keys per master: %v", per)
+	})
 	t.Run("SendsOneProbe", func(t *testing.T) {
-		testSendsOneProbe(t, d, namespaceOn(t, c, 1, "probe"))
+		testSendsOneProbe(t, d, "probe")
 	})
 	t.Run("RateLimitHoldsCombinedRate", func(t *testing.T) {
-		ns := namespaceOn(t, c, 2, "rate")
-		testRateLimitHoldsCombinedRate(t, d, ns)
-		wantOnlyOn(t, c, "{pb:"+ns+"}:rl:x0", 2)
+		testRateLimitHoldsCombinedRate(t, d, "rate")
+		key := strings.Replace(redisstore.StateKey("rate", store.Key{Scope: pool.ScopeExit, Exit: "x0"}), ":b:exit:x0:", ":rl:x0", 1)
+		wantOnlyOn(t, c, key, c.Owner(key))
 	})
 }

@@ -9,10 +9,12 @@
 //	                      → HALF_OPEN probe? ClaimProbe: one SET NX PX, ≤ ClaimTimeout
 //	                      → verdict → transition → (*Store).StateChanged: enqueue
 //	store goroutines:
-//	  publish loop:  queue → script: keep the newer entry, index it, PUBLISH       → Redis
-//	  sync loop:     SUBSCRIBE → other members' entries → Pool.Apply                ← Redis
-//	                 PING every HealthInterval; on any failure: degraded, then
-//	                 re-subscribe and re-sync (push local state, pull every live key)
+//	  publish loop:  queue → script: keep the newer entry, index it, (S)PUBLISH    → Redis
+//	  sync loops:    one per subscription (per shard on a cluster):
+//	                 (S)SUBSCRIBE → other members' entries → Pool.Apply             ← Redis
+//	                 PING every HealthInterval; on a failure on its shards: degraded,
+//	                 then re-subscribe and re-sync (pull live entries by pages, push
+//	                 what this member wrote and Redis may lack)
 //	  lease loop:    exits short of tokens → GCRA lease of a batch (pipelined)      ↔ Redis
 //
 // Its import path is …/store/redis; the package is named redisstore so that it never shadows
@@ -28,11 +30,16 @@
 //
 // # Keys
 //
-// Every key of a namespace starts with the hash tag {pb:NAMESPACE}: in Redis Cluster they share
-// one slot, so the scripts that touch several at once are legal and MGET is single-node. Under it:
-// :b:SCOPE:EXIT:ORIGIN (an entry), :idx (a sorted set of live entries, by expiry), :claim:… (a
-// probe claim), :rl:EXIT (a fleet bucket's GCRA state), and the channel :events. Exit labels and
-// origins are query-escaped, so no part holds a colon or a brace.
+// A namespace's keys are spread over Shards (16) hash tags, {pb:NAMESPACE:S.N}, placed on equal
+// ranges of the Redis Cluster slots: an exit's keys are in the shard of its label's hash, an
+// origin guard's in its origin's, so no script needs keys of two shards and a cluster's masters
+// share the keys, the scripts and the pub/sub traffic. Under a shard's tag: :b:SCOPE:EXIT:ORIGIN
+// (an entry), :idx (a sorted set of the shard's live entries, by expiry), :claim:… (a probe
+// claim), :rl:EXIT (a fleet bucket's GCRA state), :run (the shard's run id) and the channel
+// :events (SPUBLISH/SSUBSCRIBE on a cluster, PUBLISH/SUBSCRIBE on one server). Exit labels and
+// origins are query-escaped, so no part holds a colon or a brace. A namespace written by the
+// one-slot layout of earlier versions is refused (ErrLegacyLayout). The layout, the migration and
+// the memory each key takes are in docs/fleet.md.
 //
 // # Outage
 //
@@ -40,8 +47,10 @@
 // stops answering PING — the store turns degraded: requests go on, on local state; transitions
 // are kept; claims are granted locally (one probe per member); exit buckets fall back to local
 // buckets of FallbackShare × the budget. Health reports it, OnHealth is called, and a warning is
-// logged. Every HealthInterval the sync loop tries again; once it has re-subscribed, pushed what
-// this member learned meanwhile and pulled what the others did, the store is healthy again.
+// logged. Every HealthInterval the sync loop of each shard out of step tries again; once it has
+// re-subscribed, pulled what the others wrote and pushed what this member wrote that Redis may lack
+// (never what it learned from others), the shard is in step; once every shard is, the store is
+// healthy again.
 // No request fails, or waits on Redis, because of an outage: the longest a request can wait is a
 // probe's ClaimTimeout (50 ms) or a late lease's LeaseWait (50 ms), once, as the outage begins.
 package redisstore

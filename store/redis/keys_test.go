@@ -9,13 +9,15 @@ import (
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 	"github.com/proxybreaker/proxybreaker/pool"
+	"github.com/proxybreaker/proxybreaker/store"
 	"github.com/proxybreaker/proxybreaker/store/internal/storetest"
 	redisstore "github.com/proxybreaker/proxybreaker/store/redis"
 )
 
 // TestKeysNamespacedAndExpiring: two fleets share one Redis under two namespaces. Every key a
-// fleet writes carries its namespace's hash tag (one Redis Cluster slot per fleet), neither fleet
-// sees the other's trips, and a breaker's key expires Linger after its window — with the index.
+// fleet writes carries one of its namespace's shard tags, neither fleet sees the other's trips,
+// and a breaker's key expires Linger after its window — with the index: nothing but the shards'
+// run ids is left.
 func TestKeysNamespacedAndExpiring(t *testing.T) {
 	srv := servertest.StartRedis(t)
 	const linger = 300 * time.Millisecond
@@ -34,7 +36,10 @@ func TestKeysNamespacedAndExpiring(t *testing.T) {
 	alpha.drive(t, urlA, func() bool { return storetest.PairState(alpha.pool(), "x1", originA) == breaker.Open })
 	tripped := time.Now()
 	ctx := context.Background()
-	stateKey := "{pb:alpha}:b:pair:x1:a.example"
+	stateKey := redisstore.StateKey("alpha", store.Key{Scope: pool.ScopePair, Exit: "x1", Origin: originA})
+	if !strings.HasPrefix(stateKey, "{pb:alpha:") || !strings.HasSuffix(stateKey, "}:b:pair:x1:a.example") {
+		t.Fatalf("StateKey = %q, want {pb:alpha:SHARD}:b:pair:x1:a.example", stateKey)
+	}
 	if _, ok := storetest.Eventually(5*time.Second, func() bool { return alpha.client.Exists(ctx, stateKey).Val() == 1 }); !ok {
 		t.Fatalf("alpha never stored %s", stateKey)
 	}
@@ -54,7 +59,7 @@ func TestKeysNamespacedAndExpiring(t *testing.T) {
 	}
 	found := false
 	for _, k := range keys {
-		if !strings.HasPrefix(k, "{pb:alpha}:") && !strings.HasPrefix(k, "{pb:beta}:") {
+		if !strings.HasPrefix(k, "{pb:alpha:") && !strings.HasPrefix(k, "{pb:beta:") {
 			t.Errorf("key %q is outside both namespaces' hash tags", k)
 		}
 		found = found || k == stateKey
@@ -67,18 +72,24 @@ func TestKeysNamespacedAndExpiring(t *testing.T) {
 	if pttl <= linger || pttl > window+linger {
 		t.Errorf("PTTL(%s) = %v, want the window's rest plus Linger: in (%v, %v]", stateKey, pttl, linger, window+linger)
 	}
-	took, ok := storetest.Eventually(10*time.Second, func() bool {
-		n, _ := alpha.client.Exists(ctx, stateKey, "{pb:alpha}:idx").Result()
-		return n == 0
+	var left []string
+	_, ok := storetest.Eventually(10*time.Second, func() bool {
+		left = left[:0]
+		keys, _ := alpha.client.Keys(ctx, "{pb:alpha:*").Result()
+		for _, k := range keys {
+			if !strings.HasSuffix(k, "}:run") {
+				left = append(left, k)
+			}
+		}
+		return len(left) == 0
 	})
 	if !ok {
-		t.Fatalf("%s or the index still exists %v after the trip", stateKey, time.Since(tripped))
+		t.Fatalf("%v still exist %v after the trip, want only run ids", left, time.Since(tripped))
 	}
 	if since := time.Since(tripped); since < window {
 		t.Errorf("the key expired %v after the trip, before the window ended", since)
 	}
 	t.Logf("the key and the index expired %v after the trip (window %v + linger %v)", time.Since(tripped).Round(time.Millisecond), window, linger)
-	_ = took
 }
 
 // TestClaimWithoutRedis: with Redis gone — refusing connections, or not answering — a probe's

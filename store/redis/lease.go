@@ -44,7 +44,7 @@ func (st *Store) ExitSource(label string, l ratelimit.Limit) ratelimit.Source {
 	batch = min(max(batch, 1), int64(l.Burst))
 	share := st.s.FallbackShare
 	b := &fleetBucket{
-		st: st, key: st.k.rate(label), lim: l, emUS: em, batch: batch, low: batch / 2,
+		st: st, key: st.k.rate(label), shard: shardOfName(label), lim: l, emUS: em, batch: batch, low: batch / 2,
 		fallback: rate.NewLimiter(l.Rate*rate.Limit(share), max(1, int(math.Round(float64(l.Burst)*share)))),
 	}
 	st.bucketsMu.Lock()
@@ -58,6 +58,7 @@ func (st *Store) ExitSource(label string, l ratelimit.Limit) ratelimit.Source {
 type fleetBucket struct {
 	st         *Store
 	key        string
+	shard      int // the shard of key
 	lim        ratelimit.Limit
 	emUS       int64 // emission interval, µs
 	batch, low int64 // lease up to batch tokens when at most low are left
@@ -278,22 +279,12 @@ func (st *Store) lease(due []*fleetBucket) (empty []*fleetBucket) {
 	for _, b := range asks {
 		b.asked.CompareAndSwap(0, start) // a retry after an empty fleet bucket
 	}
-	run := func() ([]*goredis.Cmd, error) {
-		pipe := st.c.Pipeline()
-		cmds := make([]*goredis.Cmd, len(asks))
-		for i, b := range asks {
+	cmds, err := st.pipelined(ctx, leaseScript, func(pipe goredis.Pipeliner, emit func(*goredis.Cmd)) {
+		for _, b := range asks {
 			want := max(b.batch-b.tokens.Load(), 1)
-			cmds[i] = leaseScript.EvalSha(ctx, pipe, []string{b.key}, b.emUS, b.lim.Burst, want)
+			emit(leaseScript.EvalSha(ctx, pipe, []string{b.key}, b.emUS, b.lim.Burst, want))
 		}
-		_, err := pipe.Exec(ctx)
-		return cmds, err
-	}
-	cmds, err := run()
-	if isNoScript(err) {
-		if err = leaseScript.Load(ctx, st.c).Err(); err == nil {
-			cmds, err = run()
-		}
-	}
+	})
 	st.leases.Add(1)
 	now := st.clock.Now().UnixNano()
 	if err == nil {
@@ -303,13 +294,16 @@ func (st *Store) lease(due []*fleetBucket) (empty []*fleetBucket) {
 	}
 	for i, b := range asks {
 		b.asked.Store(0)
-		if err != nil {
+		if i >= len(cmds) {
 			b.queued.Store(false)
 			continue
 		}
 		v, cerr := cmds[i].Int64Slice()
 		if cerr != nil || len(v) != 2 {
 			b.queued.Store(false)
+			if cerr != nil && st.ctx.Err() == nil {
+				st.failShard(b.shard, cerr)
+			}
 			continue
 		}
 		if v[0] > 0 {
@@ -329,7 +323,7 @@ func (st *Store) lease(due []*fleetBucket) (empty []*fleetBucket) {
 		b.retryAt.Store((at + retryQuantum - 1) / retryQuantum * retryQuantum)
 		empty = append(empty, b) // stays queued until the retry
 	}
-	if err != nil && st.ctx.Err() == nil {
+	if err != nil && len(cmds) == 0 && st.ctx.Err() == nil {
 		st.fail(err)
 	}
 	return empty

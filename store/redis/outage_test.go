@@ -99,8 +99,8 @@ func outageMembers(t *testing.T, addr string, opts ...pool.Option) (a, b *member
 }
 
 // TestOutageKillAndRestart: Redis is killed while both members carry traffic, and restarted
-// empty. No request fails or waits on Redis; both members report the degraded mode and the
-// recovery (OnHealth); what member a learned during the outage (a trip, a parked exit) reaches
+// empty. No request fails or waits on Redis; both members report their first sync, the degraded
+// mode and the recovery (OnHealth); what member a learned during the outage (a trip, a parked exit) reaches
 // member b once Redis is back; and a trip after the recovery is shared again at once.
 func TestOutageKillAndRestart(t *testing.T) {
 	srv := servertest.StartRedis(t)
@@ -148,8 +148,8 @@ func TestOutageKillAndRestart(t *testing.T) {
 	load.check(t, time.Second)
 	for _, m := range []*member{a, b} {
 		log := m.healthLog()
-		if len(log) < 2 || !log[0].Degraded || log[len(log)-1].Degraded {
-			t.Errorf("member %s reported %+v through OnHealth, want degraded first and healthy last", m.name, log)
+		if len(log) < 3 || log[0].Degraded || !log[1].Degraded || log[len(log)-1].Degraded {
+			t.Errorf("member %s reported %+v through OnHealth, want healthy (the first sync), degraded, then healthy last", m.name, log)
 		}
 	}
 }

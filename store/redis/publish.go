@@ -30,6 +30,7 @@ type mirrorEntry struct {
 	trips       uint32
 	parked      bool
 	lastFailure string
+	theirs      bool // the entry was another member's
 }
 
 // publishLoop takes transitions off the queue, keeps the mirror, and publishes the records worth
@@ -108,7 +109,7 @@ func (st *Store) note(batch map[store.Key]pendingEntry, c pool.StateChange) {
 	}
 	st.mirrorMu.Lock()
 	m := st.mirror[k]
-	m.level, m.trips, m.parked = c.Level, c.Trips, c.Parked
+	m.level, m.trips, m.parked, m.theirs = c.Level, c.Trips, c.Parked, false
 	if c.Reason != "" {
 		m.lastFailure = c.Reason
 	}
@@ -139,28 +140,35 @@ func values(m map[store.Key]pendingEntry) []pendingEntry {
 	return out
 }
 
-// publishBatch publishes batch, or keeps it for the re-sync when Redis is not answering.
+// publishBatch publishes batch, keeping for the re-sync what Redis did not acknowledge and what
+// belongs to shards out of step (their re-sync pushes it).
 func (st *Store) publishBatch(batch map[store.Key]pendingEntry) {
-	if len(batch) == 0 {
-		return
-	}
-	if !st.degraded.Load() {
-		ctx, cancel := context.WithTimeout(st.ctx, st.s.OpTimeout)
-		err := st.publish(ctx, values(batch))
-		cancel()
-		if err == nil {
-			return
+	var now, later []pendingEntry
+	for k, pe := range batch {
+		if st.groupOf[shardOf(k)].inStep.Load() {
+			now = append(now, pe)
+		} else {
+			later = append(later, pe)
 		}
-		st.fail(err)
 	}
-	st.keep(batch)
+	if len(now) > 0 {
+		ctx, cancel := context.WithTimeout(st.ctx, st.s.OpTimeout)
+		failed, _ := st.publish(ctx, now)
+		cancel()
+		later = append(later, failed...)
+	}
+	st.keepList(later)
 }
 
-// keep merges entries into the pending set, newest per key.
-func (st *Store) keep(batch map[store.Key]pendingEntry) {
+// keepList merges entries into the pending set, newest per key.
+func (st *Store) keepList(entries []pendingEntry) {
+	if len(entries) == 0 {
+		return
+	}
 	st.pendMu.Lock()
 	defer st.pendMu.Unlock()
-	for k, pe := range batch {
+	for _, pe := range entries {
+		k := store.KeyOf(pe.sb)
 		if old, ok := st.pending[k]; ok && old.sb.Changed.After(pe.sb.Changed) {
 			continue
 		}
@@ -168,58 +176,155 @@ func (st *Store) keep(batch map[store.Key]pendingEntry) {
 	}
 }
 
-// takePending empties the pending set and returns it.
-func (st *Store) takePending() map[store.Key]pendingEntry {
+// takePending removes from the pending set the entries of the shards in, and returns them.
+func (st *Store) takePending(in map[int]bool) map[store.Key]pendingEntry {
 	st.pendMu.Lock()
 	defer st.pendMu.Unlock()
-	out := st.pending
-	st.pending = map[store.Key]pendingEntry{}
+	out := map[store.Key]pendingEntry{}
+	for k, pe := range st.pending {
+		if in[shardOf(k)] {
+			out[k] = pe
+			delete(st.pending, k)
+		}
+	}
+	return out
+}
+
+// RepushWindow is how long after Redis acknowledged an entry the member keeps it to push again at
+// a re-sync. A replica takes over a failed master with what it had received, and Redis replicates
+// asynchronously: the master's last acknowledged writes — milliseconds' worth on a healthy link —
+// may never have reached it. So a re-sync pushes, besides what was never acknowledged, what was
+// acknowledged within RepushWindow; nothing acknowledged earlier is lost in a failover as long as
+// the replicas lag by less.
+const RepushWindow = 5 * time.Second
+
+// sentEntry is an acknowledged entry and when Redis acknowledged it (real time).
+type sentEntry struct {
+	pe pendingEntry
+	at time.Time
+}
+
+// remember records acknowledged entries for RepushWindow, and forgets older ones.
+func (st *Store) remember(entries []pendingEntry, at time.Time) {
+	st.sentMu.Lock()
+	defer st.sentMu.Unlock()
+	for _, pe := range entries {
+		pe.release = false // a probe's claim is released once
+		st.sent[store.KeyOf(pe.sb)] = sentEntry{pe: pe, at: at}
+	}
+	if len(st.sent) > 2*st.sentPruned {
+		for k, se := range st.sent {
+			if at.Sub(se.at) > RepushWindow {
+				delete(st.sent, k)
+			}
+		}
+		st.sentPruned = max(len(st.sent), 64)
+	}
+}
+
+// recent returns the entries of the shards in that Redis acknowledged within RepushWindow.
+func (st *Store) recent(in map[int]bool) map[store.Key]pendingEntry {
+	now := time.Now()
+	st.sentMu.Lock()
+	defer st.sentMu.Unlock()
+	out := map[store.Key]pendingEntry{}
+	for k, se := range st.sent {
+		switch {
+		case now.Sub(se.at) > RepushWindow:
+			delete(st.sent, k)
+		case in[shardOf(k)]:
+			out[k] = se.pe
+		}
+	}
 	return out
 }
 
 // publish stores and publishes entries in one pipeline (the script keeps the newer entry of a
-// key). It reloads the script once if Redis lost it (a restarted server).
-func (st *Store) publish(ctx context.Context, entries []pendingEntry) error {
+// key). It returns the entries Redis did not acknowledge, and the first error; the shards those
+// belong to fall out of step.
+func (st *Store) publish(ctx context.Context, entries []pendingEntry) (failed []pendingEntry, err error) {
 	if len(entries) == 0 {
-		return nil
+		return nil, nil
 	}
 	now := st.clock.Now()
-	run := func() ([]*goredis.Cmd, error) {
-		pipe := st.c.Pipeline()
-		cmds := make([]*goredis.Cmd, 0, len(entries))
+	mode := "p"
+	if st.sharded {
+		mode = "s"
+	}
+	sent := make([]pendingEntry, 0, len(entries))
+	cmds, err := st.pipelined(ctx, publishScript, func(pipe goredis.Pipeliner, emit func(*goredis.Cmd)) {
+		sent = sent[:0]
 		for _, pe := range entries {
 			value, err := encode(st.member, pe.sb)
 			if err != nil {
 				continue
 			}
-			bid := id(store.KeyOf(pe.sb))
+			k := store.KeyOf(pe.sb)
+			s, bid := shardOf(k), id(k)
 			release := "0"
 			if pe.release {
 				release = "1"
 			}
-			cmds = append(cmds, publishScript.EvalSha(ctx, pipe,
-				[]string{st.k.state(bid), st.k.index, st.k.claim(bid)},
-				value, st.ttl(pe.sb, now).Milliseconds(), st.k.channel, st.member, release))
+			sent = append(sent, pe)
+			emit(publishScript.EvalSha(ctx, pipe,
+				[]string{st.k.state(s, bid), st.k.shards[s].index, st.k.claim(s, bid)},
+				value, st.ttl(pe.sb, now).Milliseconds(), st.k.shards[s].channel, st.member, release, mode))
+		}
+	})
+	acked := make([]pendingEntry, 0, len(sent))
+	for i, c := range cmds {
+		n, cerr := c.Int64()
+		switch {
+		case cerr != nil:
+			failed = append(failed, sent[i])
+			st.failShard(shardOf(store.KeyOf(sent[i].sb)), cerr)
+		case n == 1:
+			st.published.Add(1)
+			acked = append(acked, sent[i])
+		}
+	}
+	if err != nil && len(cmds) == 0 {
+		failed = sent
+		st.fail(err)
+	}
+	st.remember(acked, time.Now())
+	return failed, err
+}
+
+// pipelined runs the commands build emits in one pipeline. If Redis lost script (a server
+// restarted, a replica promoted), it loads it and runs them again, once.
+func (st *Store) pipelined(ctx context.Context, script *goredis.Script, build func(pipe goredis.Pipeliner, emit func(*goredis.Cmd))) ([]*goredis.Cmd, error) {
+	run := func() ([]*goredis.Cmd, error) {
+		pipe := st.c.Pipeline()
+		var cmds []*goredis.Cmd
+		build(pipe, func(c *goredis.Cmd) { cmds = append(cmds, c) })
+		if len(cmds) == 0 {
+			return nil, nil
 		}
 		_, err := pipe.Exec(ctx)
 		return cmds, err
 	}
 	cmds, err := run()
-	if isNoScript(err) {
-		if err := publishScript.Load(ctx, st.c).Err(); err != nil {
-			return err
+	if hasNoScript(cmds, err) {
+		if err := script.Load(ctx, st.c).Err(); err != nil {
+			return nil, err
 		}
 		cmds, err = run()
 	}
-	if err != nil {
-		return err
+	return cmds, err
+}
+
+// hasNoScript reports whether Redis answered NOSCRIPT to any of cmds.
+func hasNoScript(cmds []*goredis.Cmd, err error) bool {
+	if isNoScript(err) {
+		return true
 	}
 	for _, c := range cmds {
-		if n, _ := c.Int64(); n == 1 {
-			st.published.Add(1)
+		if isNoScript(c.Err()) {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 func isNoScript(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") }

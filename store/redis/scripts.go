@@ -2,19 +2,21 @@ package redisstore
 
 import goredis "github.com/redis/go-redis/v9"
 
-// The Lua scripts. Each touches only keys of one namespace, passed in KEYS, so all in one hash
-// slot. Instants that Redis compares across members come from Redis's own clock (TIME), never a
-// member's.
+// The Lua scripts. Each touches only keys of one shard of one namespace, passed in KEYS, so all
+// in one hash slot, and publishes only on that shard's channel. Instants that Redis compares
+// across members come from Redis's own clock (TIME), never a member's.
 
-// publishScript stores an entry if it is not older than the one there, indexes it until it
-// expires, releases the member's probe claim when asked, and publishes it.
+// publishScript stores an entry unless the one there is as new (the same entry, sent again, or a
+// newer one), indexes it until it expires, releases the member's probe claim when asked, and
+// publishes it: by SPUBLISH on a Redis Cluster (sharded pub/sub: only the shard's master and its
+// replicas carry it), by PUBLISH otherwise.
 //
 //	KEYS: state key, index, claim key
-//	ARGV: entry, ttl (ms), channel, member, "1" to release the member's claim
-//	returns 1 if stored and published, 0 if the stored entry is newer
+//	ARGV: entry, ttl (ms), channel, member, "1" to release the member's claim, "s" for SPUBLISH
+//	returns 1 if stored and published, 0 if the stored entry is as new
 var publishScript = goredis.NewScript(`
 local old = redis.call('GET', KEYS[1])
-if old and string.sub(old, 1, 20) > string.sub(ARGV[1], 1, 20) then
+if old and string.sub(old, 1, 20) >= string.sub(ARGV[1], 1, 20) then
   return 0
 end
 local ttl = tonumber(ARGV[2])
@@ -32,18 +34,43 @@ end
 if ARGV[5] == '1' and redis.call('GET', KEYS[3]) == ARGV[4] then
   redis.call('DEL', KEYS[3])
 end
-redis.call('PUBLISH', ARGV[3], ARGV[1])
+if ARGV[6] == 's' then
+  redis.call('SPUBLISH', ARGV[3], ARGV[1])
+else
+  redis.call('PUBLISH', ARGV[3], ARGV[1])
+end
 return 1
 `)
 
-// liveScript drops expired entries from the index and returns the state keys still live.
+// pageScript reads one page of a shard's live entries. On the first page (cursor "0") it drops
+// expired entries from the index. It also returns the shard's run id, setting it to ARGV[3] if
+// the shard has none, and makes it live ARGV[4] ms more: a run id that changed since a member last looked means Redis lost the
+// shard's keys (a server restarted empty), and the member pushes again what it wrote there.
 //
-//	KEYS: index
-var liveScript = goredis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
-return redis.call('ZRANGE', KEYS[1], 0, -1)
+//	KEYS: index, run key
+//	ARGV: cursor, count (0: the run id alone), a new run id, the run id's lifetime (ms)
+//	returns {run id, next cursor ("0" after the last page), state key, state key, …}
+var pageScript = goredis.NewScript(`
+local run = redis.call('GET', KEYS[2])
+if not run then
+  run = ARGV[3]
+end
+redis.call('SET', KEYS[2], run, 'PX', ARGV[4])
+local out = {run, '0'}
+if ARGV[2] == '0' then
+  return out
+end
+if ARGV[1] == '0' then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
+end
+local r = redis.call('ZSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2])
+out[2] = r[1]
+for i = 1, #r[2], 2 do
+  out[#out + 1] = r[2][i]
+end
+return out
 `)
 
 // claimScript claims a probe slot for a member for a lease, unless another member holds it.

@@ -55,14 +55,15 @@ type Settings struct {
 	// claim. Past it the probe goes ahead on this member's own slot (and the store turns degraded).
 	// Default 50 ms; negative is an error.
 	ClaimTimeout time.Duration
-	// OpTimeout bounds each background operation (publish, reconcile, lease). Default 2 s;
-	// negative is an error.
+	// OpTimeout bounds each background round trip (a publish batch, a page of a pull, a lease)
+	// and how long Bind waits for the first sync. Default 2 s; negative is an error.
 	OpTimeout time.Duration
 	// HealthInterval is how often the store checks its subscription (a PING) and, while degraded,
 	// tries to reconnect and re-sync. Default 500 ms; negative is an error.
 	HealthInterval time.Duration
 	// QueueSize is how many transitions may wait to be published; past it they are dropped from
-	// the queue and the next re-sync pushes the pool's whole state instead. Default 4096; negative
+	// the queue and the next re-sync pushes the pool's whole state (but what it learned from other
+	// members) instead. Default 4096; negative
 	// is an error.
 	QueueSize int
 	// LeaseBatch is how many tokens of an exit's fleet budget a member leases in one round trip
@@ -81,8 +82,9 @@ type Settings struct {
 	// member (with N members, the provider may see up to N times the budget during an outage); set
 	// 1/N to stay within it. Must be in (0, 1].
 	FallbackShare float64
-	// OnHealth, if set, is called (from a store goroutine, never the request path) whenever the
-	// store turns degraded or healthy again. It must not block for long.
+	// OnHealth, if set, is called (from a store goroutine, never the request path) when the store
+	// first comes in step with the fleet (healthy) or fails to, and whenever it turns degraded or
+	// healthy again. Calls never overlap. It must not block for long.
 	OnHealth func(Health)
 	// Logger receives warnings (degraded, recovered, dropped entries). Default slog.Default().
 	Logger *slog.Logger
@@ -150,9 +152,11 @@ func (s *Settings) fill() error {
 
 // Health is whether a store is in step with the fleet.
 type Health struct {
-	// Degraded: Redis cannot be reached, or the store has not re-synced since it could again. The
-	// pool runs on its own state meanwhile: transitions are kept to be pushed at the re-sync,
-	// probe claims are this member's alone, and fleet rate limits fall back to local buckets.
+	// Degraded: Redis cannot be reached (for some shard, on a Redis Cluster), the store has not
+	// re-synced since it could again, or it has not yet pulled the fleet's state into its pool.
+	// The pool runs on its own state meanwhile: transitions for the shards out of step are kept to
+	// be pushed at their re-sync, their probe claims are this member's alone, and fleet rate
+	// limits fall back to local buckets.
 	Degraded bool
 	// Since is when the store entered this mode (real time).
 	Since time.Time
@@ -165,12 +169,18 @@ type Stats struct {
 	Published     uint64 // entries this member stored and published
 	Applied       uint64 // other members' entries applied to the pool
 	Dropped       uint64 // transitions a full queue turned away (the next re-sync covers them)
-	Reconciles    uint64 // completed re-syncs (the first one included)
+	Reconciles    uint64 // completed re-syncs of a shard group (the first ones included)
+	Pulled        uint64 // entries read from Redis by pulls (cold start and re-syncs)
 	Claims        uint64 // probe claims won (or made locally while degraded)
 	ClaimsRefused uint64 // probe claims another member held
 	Leases        uint64 // lease round trips (each may cover several exits)
 	Leased        uint64 // tokens leased
 	FallbackTakes uint64 // tokens taken from fallback buckets
+	// ColdPull is how long the store took from Bind to its first turn to healthy: the pull of
+	// the fleet's live entries into the pool, page by page. Zero until then.
+	ColdPull time.Duration
+	// LastPull is how long the latest pull of a shard group took (a re-sync's, or the first).
+	LastPull time.Duration
 }
 
 // Store shares a pool's breaker state with a fleet through Redis. Make one with New, connect it to
@@ -195,10 +205,28 @@ type Store struct {
 	pool atomic.Pointer[pool.Pool]
 
 	q        chan pool.StateChange
-	degraded atomic.Bool
-	ps       atomic.Pointer[goredis.PubSub] // the live subscription, closed by Close
+	groups   []*group
+	groupOf  [Shards]*group
+	sharded  bool        // SPUBLISH and SSUBSCRIBE (a Redis Cluster)
+	syncMu   sync.Mutex  // orders Bind against a re-sync's look at the pool
+	degraded atomic.Bool // some group out of step, or the bound pool not pulled yet
 	healthMu sync.Mutex
 	health   Health
+	bindAt   time.Time     // under healthMu
+	bound    chan struct{} // closed at the first turn to healthy after Bind; under healthMu
+
+	announceMu    sync.Mutex // serialises report
+	announced     bool       // the degraded state last announced
+	announcedOnce bool
+
+	runMu sync.Mutex
+	runs  [Shards]string // each shard's run id when last read
+
+	fullPush atomic.Bool // the queue dropped transitions: the next re-syncs push the whole state
+
+	sentMu     sync.Mutex
+	sent       map[store.Key]sentEntry // acknowledged within RepushWindow
+	sentPruned int                     // len(sent) after the last prune
 
 	pendMu  sync.Mutex
 	pending map[store.Key]pendingEntry // published in vain: pushed again at the re-sync
@@ -221,8 +249,9 @@ type Store struct {
 	bucketsMu  sync.Mutex
 	buckets    []*fleetBucket
 
-	published, applied, dropped, reconciles          atomic.Uint64
-	claims, claimsRefused, leases, leased, fallbacks atomic.Uint64
+	published, applied, dropped, reconciles, pulledEntries atomic.Uint64
+	claims, claimsRefused, leases, leased, fallbacks       atomic.Uint64
+	coldPullNs, lastPull                                   atomic.Int64 // ns
 }
 
 var (
@@ -233,8 +262,9 @@ var (
 
 // New returns a store that shares state through c, and starts its goroutines. It does not wait for
 // Redis: a store that cannot reach it starts degraded and syncs once it can. c stays the caller's
-// (Close does not close it). c may be a *redis.Client or a *redis.ClusterClient: every key of a
-// namespace is in one hash slot, and the tests run the fleet on a three-master cluster.
+// (Close does not close it). c may be a *redis.Client or a *redis.ClusterClient: on a cluster the
+// namespace's keys and events are spread over its masters by shard (Shards; sharded pub/sub, Redis
+// 7 or later), and the tests run the fleet on a cluster of three masters and three replicas.
 func New(c goredis.UniversalClient, s Settings) (*Store, error) {
 	if c == nil {
 		return nil, errors.New("redisstore: nil client")
@@ -250,14 +280,23 @@ func New(c goredis.UniversalClient, s Settings) (*Store, error) {
 		pending:   map[store.Key]pendingEntry{},
 		mirror:    map[store.Key]mirrorEntry{},
 		holds:     map[string]*hold{},
+		sent:      map[store.Key]sentEntry{},
 		leaseWake: make(chan *fleetBucket, 1024),
+	}
+	st.groups, st.sharded = newGroups(c, st.k)
+	for _, g := range st.groups {
+		for _, s := range g.shards {
+			st.groupOf[s] = g
+		}
 	}
 	round := make(chan struct{})
 	st.leaseRound.Store(&round)
 	st.degraded.Store(true)
 	st.health = Health{Degraded: true, Since: time.Now(), Err: errNotSynced}
-	st.wg.Add(3)
-	go st.syncLoop()
+	st.wg.Add(2 + len(st.groups))
+	for _, g := range st.groups {
+		go st.syncLoop(g)
+	}
 	go st.publishLoop()
 	go st.leaseLoop()
 	return st, nil
@@ -270,11 +309,13 @@ func (st *Store) Member() string { return st.member }
 func (st *Store) Namespace() string { return st.s.Namespace }
 
 // Bind implements pool.Binder: pool.Pool.Observe calls it when the store is added to p. It
-// connects the store to p: it pulls the fleet's state into p now (bounded by OpTimeout; if Redis
-// cannot be reached it logs a warning and the pull happens at the first re-sync), and from then on
-// applies other members' transitions to p. Entries for exits p does not have are skipped, so bind
-// once p has its exits, and before p carries traffic. The store binds one pool at a time; unbind
-// (which Observe's remove func calls) stops applying the fleet's news to p.
+// connects the store to p: the fleet's live entries are pulled into p, page by page, and from then
+// on other members' transitions are applied to it. Bind waits for the pull at most OpTimeout; past
+// that (a large fleet's state, or Redis out of reach) it returns and p carries traffic on its own
+// state until the pull lands, when the store turns healthy (Health, OnHealth; Stats.ColdPull says
+// how long it took). Entries for exits p does not have are skipped, so bind once p has its exits,
+// and before p carries traffic. The store binds one pool at a time; unbind (which Observe's remove
+// func calls) stops applying the fleet's news to p.
 func (st *Store) Bind(p *pool.Pool) (unbind func(), err error) {
 	if p == nil {
 		return nil, errors.New("redisstore: Bind: nil pool")
@@ -282,15 +323,56 @@ func (st *Store) Bind(p *pool.Pool) (unbind func(), err error) {
 	if st.ctx.Err() != nil {
 		return nil, errors.New("redisstore: Bind after Close")
 	}
+	bound := make(chan struct{})
+	st.healthMu.Lock()
+	st.bindAt, st.bound = time.Now(), bound
+	st.healthMu.Unlock()
+	st.syncMu.Lock()
 	if !st.pool.CompareAndSwap(nil, p) {
+		st.syncMu.Unlock()
 		return nil, errors.New("redisstore: Bind: already bound to a pool")
 	}
-	if err := st.reconcile(); err != nil {
-		st.fail(err)
-		st.log.Warn("redisstore: could not load the fleet's state; running on local state until Redis answers",
-			"namespace", st.s.Namespace, "err", err)
+	var synced []*group // in step before p was bound: nobody pulled into p for them
+	for _, g := range st.groups {
+		if g.inStep.Load() {
+			synced = append(synced, g)
+		}
+	}
+	st.syncMu.Unlock()
+	if len(synced) > 0 {
+		st.wg.Add(1)
+		go st.coldPull(p, synced)
+	}
+	timer := time.NewTimer(st.s.OpTimeout)
+	defer timer.Stop()
+	select {
+	case <-bound:
+	case <-timer.C:
+		st.log.Warn("redisstore: not yet in step with the fleet; running on local state until the pull lands",
+			"namespace", st.s.Namespace, "err", st.Health().Err)
+	case <-st.ctx.Done():
 	}
 	return func() { st.pool.CompareAndSwap(p, nil) }, nil
+}
+
+// coldPull pulls the shards of groups that were in step before p was bound into p. A group that
+// fails is left to its own loop, which re-syncs it with p.
+func (st *Store) coldPull(p *pool.Pool, groups []*group) {
+	defer st.wg.Done()
+	for _, g := range groups {
+		lost, err := st.pull(p, g.shards)
+		if err == nil {
+			err = st.push(p, g.shards, lost, true)
+		}
+		if err != nil {
+			st.failGroup(g, err)
+			continue
+		}
+		if g.inStep.Load() {
+			g.pulled.Store(p)
+		}
+	}
+	st.settle()
 }
 
 // Close stops the store's goroutines, publishing what is queued first if Redis answers within
@@ -299,8 +381,10 @@ func (st *Store) Bind(p *pool.Pool) (unbind func(), err error) {
 func (st *Store) Close() error {
 	st.once.Do(func() {
 		st.cancel()
-		if ps := st.ps.Load(); ps != nil {
-			ps.Close() // wakes the sync loop from its read
+		for _, g := range st.groups {
+			if ps := g.ps.Load(); ps != nil {
+				ps.Close() // wakes the sync loop from its read
+			}
 		}
 		st.wg.Wait()
 		st.claimMu.Lock()
@@ -325,33 +409,86 @@ func (st *Store) Stats() Stats {
 		Published: st.published.Load(), Applied: st.applied.Load(), Dropped: st.dropped.Load(),
 		Reconciles: st.reconciles.Load(), Claims: st.claims.Load(), ClaimsRefused: st.claimsRefused.Load(),
 		Leases: st.leases.Load(), Leased: st.leased.Load(), FallbackTakes: st.fallbacks.Load(),
+		Pulled: st.pulledEntries.Load(), ColdPull: time.Duration(st.coldPullNs.Load()),
+		LastPull: time.Duration(st.lastPull.Load()),
 	}
 }
 
 // errNotSynced is the reason a new store is degraded until its first sync.
 var errNotSynced = errors.New("redisstore: not yet synchronised with the fleet")
 
-// fail records that Redis failed with err, and reports whether that turned a healthy store
-// degraded. It is safe on the request path: it only sets the health; the sync loop notices within
-// HealthInterval, logs, calls OnHealth, reconnects and re-syncs.
-func (st *Store) fail(err error) bool {
-	if st.degraded.Load() {
-		return false
+// fail records that Redis failed with err, on no shard in particular: every group falls out of
+// step. It is safe on the request path: it only sets flags; the sync loops notice within
+// HealthInterval, log, call OnHealth, reconnect and re-sync.
+func (st *Store) fail(err error) {
+	for _, g := range st.groups {
+		g.inStep.Store(false)
 	}
-	st.healthMu.Lock()
-	if st.degraded.Load() {
-		st.healthMu.Unlock()
-		return false
-	}
-	st.degraded.Store(true)
-	st.health = Health{Degraded: true, Since: time.Now(), Err: err}
-	st.healthMu.Unlock()
-	return true
+	st.degrade(err, false)
 }
 
-// announce logs the current health and calls OnHealth with it.
-func (st *Store) announce() {
+// failShard records that Redis failed with err on shard s: its group falls out of step.
+func (st *Store) failShard(s int, err error) {
+	st.groupOf[s].inStep.Store(false)
+	st.degrade(err, false)
+}
+
+// failGroup records that g's sync loop failed with err; the store's health reports err even if it
+// was degraded already.
+func (st *Store) failGroup(g *group, err error) {
+	g.inStep.Store(false)
+	st.degrade(err, true)
+}
+
+// degrade turns the store degraded with err, or (update) sets err as the reason of a store that
+// is degraded already.
+func (st *Store) degrade(err error, update bool) {
+	if st.degraded.Load() && !update {
+		return
+	}
+	st.healthMu.Lock()
+	defer st.healthMu.Unlock()
+	switch {
+	case !st.degraded.Load():
+		st.degraded.Store(true)
+		st.health = Health{Degraded: true, Since: time.Now(), Err: err}
+	case update:
+		st.health.Err = err
+	}
+}
+
+// settle turns the store healthy once every group is in step and has pulled into the bound pool,
+// then reports its health.
+func (st *Store) settle() {
+	st.healthMu.Lock()
+	p := st.pool.Load()
+	ok := p != nil && st.degraded.Load()
+	for _, g := range st.groups {
+		ok = ok && g.inStep.Load() && g.pulled.Load() == p
+	}
+	if ok {
+		st.health = Health{Since: time.Now()}
+		st.degraded.Store(false)
+		if st.bound != nil {
+			st.coldPullNs.Store(int64(time.Since(st.bindAt)))
+			close(st.bound)
+			st.bound = nil
+		}
+	}
+	st.healthMu.Unlock()
+	st.report()
+}
+
+// report logs the current health and calls OnHealth with it, if it is not what was last reported.
+// A new store's wait for its first sync is not reported, only its end: healthy, or a failure.
+func (st *Store) report() {
+	st.announceMu.Lock()
+	defer st.announceMu.Unlock()
 	h := st.Health()
+	if (st.announcedOnce && h.Degraded == st.announced) || (!st.announcedOnce && h.Err == errNotSynced) {
+		return
+	}
+	st.announcedOnce, st.announced = true, h.Degraded
 	if h.Degraded {
 		st.log.Warn("redisstore: degraded: running on local state", "namespace", st.s.Namespace, "member", st.member, "err", h.Err)
 	} else {
@@ -362,20 +499,9 @@ func (st *Store) announce() {
 	}
 }
 
-// markHealthy records a completed re-sync and reports whether the store was degraded.
-func (st *Store) markHealthy() bool {
-	if !st.degraded.Load() {
-		return false
-	}
-	st.healthMu.Lock()
-	st.health = Health{Since: time.Now()}
-	st.degraded.Store(false)
-	st.healthMu.Unlock()
-	return true
-}
-
 // StateChanged queues the transition for the publisher. It never blocks: when the queue is full
-// the transition is dropped and counted, and the store re-syncs (pushing the pool's whole state).
+// the transition is dropped and counted, and the store re-syncs (pushing the pool's whole state
+// but what it learned from others).
 func (st *Store) StateChanged(c pool.StateChange) {
 	if st.ctx.Err() != nil {
 		return // closed: nobody publishes any more
@@ -384,6 +510,7 @@ func (st *Store) StateChanged(c pool.StateChange) {
 	case st.q <- c:
 	default:
 		st.dropped.Add(1)
+		st.fullPush.Store(true)
 		st.fail(errQueueFull)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -12,22 +13,50 @@ import (
 	"github.com/proxybreaker/proxybreaker/store"
 )
 
-// syncLoop keeps the store in step with the fleet: it subscribes, re-syncs (reconcile), then
-// applies other members' entries as they are published, PINGs the subscription every
-// HealthInterval, and starts over — subscribe, re-sync — whenever anything fails.
-func (st *Store) syncLoop() {
-	defer st.wg.Done()
-	announced := false // the degraded state last announced
-	report := func() {
-		if d := st.degraded.Load(); d != announced {
-			announced = d
-			st.announce()
+// group is a set of shards read through one subscription, with a goroutine of its own (syncLoop):
+// on a Redis Cluster one group per shard (SSUBSCRIBE takes the channels of one slot, and a
+// failover moves a shard alone), on one server one group for all (one SUBSCRIBE of every channel).
+type group struct {
+	shards   []int
+	channels []string
+	// inStep: subscribed and re-synced, and nothing failed on its shards since. Cleared by any
+	// failure on them (fail, failShard); the group's loop then re-subscribes and re-syncs.
+	inStep atomic.Bool
+	// pulled is the pool the group's shards were last pulled into.
+	pulled atomic.Pointer[pool.Pool]
+	ps     atomic.Pointer[goredis.PubSub] // the live subscription, closed by Close
+}
+
+// newGroups makes the store's groups for its client.
+func newGroups(c goredis.UniversalClient, k keys) (groups []*group, sharded bool) {
+	switch c.(type) {
+	case *goredis.Client:
+		g := &group{}
+		for s := range Shards {
+			g.shards = append(g.shards, s)
+			g.channels = append(g.channels, k.shards[s].channel)
 		}
+		return []*group{g}, false
+	case *goredis.ClusterClient:
+		sharded = true
 	}
+	// A cluster (sharded pub/sub), or another client that spreads keys over servers by their
+	// hash tags (a Ring): one subscription per shard, on the shard's server.
+	for s := range Shards {
+		groups = append(groups, &group{shards: []int{s}, channels: []string{k.shards[s].channel}})
+	}
+	return groups, sharded
+}
+
+// syncLoop keeps g's shards in step with the fleet: it subscribes, re-syncs (reconcile), then
+// applies other members' entries as they are published, PINGs the subscription every
+// HealthInterval, and starts over — subscribe, re-sync — whenever anything fails on its shards.
+func (st *Store) syncLoop(g *group) {
+	defer st.wg.Done()
 	for st.ctx.Err() == nil {
-		ps, err := st.subscribe()
+		ps, err := st.subscribe(g)
 		if err == nil {
-			if err = st.reconcile(); err != nil {
+			if err = st.reconcile(g); err != nil {
 				ps.Close()
 			}
 		}
@@ -35,34 +64,36 @@ func (st *Store) syncLoop() {
 			if st.ctx.Err() != nil {
 				return
 			}
-			if !st.fail(err) {
-				st.setErr(err)
-			}
-			report()
+			st.failGroup(g, err)
+			st.reloadSlots()
+			st.report()
 			if !st.sleep(st.s.HealthInterval) {
 				return
 			}
 			continue
 		}
-		st.markHealthy()
-		report()
-		err = st.listen(ps)
-		st.ps.Store(nil)
+		st.settle()
+		err = st.listen(g, ps)
+		g.ps.Store(nil)
 		ps.Close()
-		if err != nil && st.ctx.Err() == nil {
-			st.fail(err)
+		if st.ctx.Err() != nil {
+			return
 		}
-		report()
+		if err != nil {
+			st.failGroup(g, err)
+		}
+		st.report()
 	}
 }
 
-// setErr updates the reason of a store that is already degraded.
-func (st *Store) setErr(err error) {
-	st.healthMu.Lock()
-	if st.health.Degraded {
-		st.health.Err = err
+// reloadSlots asks a cluster client to reload its map of slots to masters (in the background): a
+// failed master's replica takes its slots over, and go-redis would otherwise keep dialling the
+// dead master until its next periodic reload (ClusterOptions.ClusterStateReloadInterval, 60 s by
+// default) or a MOVED reply.
+func (st *Store) reloadSlots() {
+	if cc, ok := st.c.(*goredis.ClusterClient); ok {
+		cc.ReloadState(st.ctx)
 	}
-	st.healthMu.Unlock()
 }
 
 // sleep waits d, or until Close; it reports false on Close.
@@ -77,28 +108,42 @@ func (st *Store) sleep(d time.Duration) bool {
 	}
 }
 
-// subscribe subscribes to the namespace's channel and waits for the confirmation.
-func (st *Store) subscribe() (*goredis.PubSub, error) {
+// subscribe subscribes to g's channels and waits for every confirmation.
+func (st *Store) subscribe(g *group) (*goredis.PubSub, error) {
 	ctx, cancel := context.WithTimeout(st.ctx, st.s.OpTimeout)
 	defer cancel()
-	ps := st.c.Subscribe(ctx)
-	st.ps.Store(ps)
+	var ps *goredis.PubSub
+	if cc, ok := st.c.(*goredis.ClusterClient); ok && st.sharded {
+		ps = cc.SSubscribe(ctx)
+	} else {
+		ps = st.c.Subscribe(ctx)
+	}
+	g.ps.Store(ps)
 	if st.ctx.Err() != nil {
 		ps.Close()
 		return nil, st.ctx.Err()
 	}
-	if err := ps.Subscribe(ctx, st.k.channel); err != nil {
-		ps.Close()
-		return nil, err
+	var err error
+	if st.sharded {
+		err = ps.SSubscribe(ctx, g.channels...)
+	} else {
+		err = ps.Subscribe(ctx, g.channels...)
 	}
-	msg, err := ps.ReceiveTimeout(ctx, st.s.OpTimeout)
 	if err != nil {
 		ps.Close()
 		return nil, err
 	}
-	if _, ok := msg.(*goredis.Subscription); !ok {
-		ps.Close()
-		return nil, errors.New("redisstore: subscribe: no confirmation")
+	for confirmed := 0; confirmed < len(g.channels); {
+		msg, err := ps.ReceiveTimeout(ctx, st.s.OpTimeout)
+		if err != nil {
+			ps.Close()
+			return nil, err
+		}
+		if _, ok := msg.(*goredis.Subscription); !ok {
+			ps.Close()
+			return nil, errors.New("redisstore: subscribe: no confirmation")
+		}
+		confirmed++
 	}
 	return ps, nil
 }
@@ -106,13 +151,13 @@ func (st *Store) subscribe() (*goredis.PubSub, error) {
 // errNoPong: the subscription stopped answering PINGs.
 var errNoPong = errors.New("redisstore: subscription does not answer PING")
 
-// listen applies the messages of ps until something fails (the error), the store turns degraded
+// listen applies the messages of ps until something fails (the error), g falls out of step
 // through another path (nil: re-sync), or Close (nil).
-func (st *Store) listen(ps *goredis.PubSub) error {
+func (st *Store) listen(g *group, ps *goredis.PubSub) error {
 	var pingAt time.Time // when the unanswered PING was sent; zero if none
 	for {
 		msg, err := ps.ReceiveTimeout(st.ctx, st.s.HealthInterval)
-		if st.ctx.Err() != nil || st.degraded.Load() {
+		if st.ctx.Err() != nil || !g.inStep.Load() {
 			return nil
 		}
 		if err != nil {
@@ -142,11 +187,10 @@ func (st *Store) listen(ps *goredis.PubSub) error {
 		case *goredis.Pong:
 			pingAt = time.Time{}
 		case *goredis.Subscription:
-			if m.Kind == "subscribe" {
-				// The client reconnected and subscribed again by itself: messages may have been
-				// missed meanwhile. Re-sync.
-				return errors.New("redisstore: subscription was re-established")
-			}
+			// "subscribe": the client reconnected and subscribed again by itself, and messages
+			// may have been missed meanwhile; "sunsubscribe": the shard's slot moved (a failover,
+			// a resharding). Either way: subscribe again and re-sync.
+			return errors.New("redisstore: subscription was re-established or moved (" + m.Kind + ")")
 		}
 	}
 }
@@ -189,79 +233,7 @@ func (st *Store) applyEntry(p *pool.Pool, e entry) {
 		st.applied.Add(1)
 	}
 	st.mirrorMu.Lock()
-	st.mirror[k] = mirrorEntry{changed: sb.Changed, level: sb.Level, trips: sb.Trips, parked: sb.Parked, lastFailure: sb.LastFailure}
+	st.mirror[k] = mirrorEntry{changed: sb.Changed, level: sb.Level, trips: sb.Trips, parked: sb.Parked,
+		lastFailure: sb.LastFailure, theirs: true}
 	st.mirrorMu.Unlock()
-}
-
-// reconcile brings this member and Redis in step: it pushes what this member knows (the records
-// kept while degraded, and the pool's whole state), then pulls every live entry and applies the
-// ones newer than this member's. Both directions keep the newer entry of a key, so running it
-// twice, or on two members at once, changes nothing more.
-func (st *Store) reconcile() error {
-	ctx, cancel := context.WithTimeout(st.ctx, st.s.OpTimeout)
-	defer cancel()
-	p := st.pool.Load()
-	batch := st.takePending()
-	if p != nil {
-		st.holdMu.Lock()
-		held := make(map[string]bool, len(st.holds))
-		for bid := range st.holds {
-			held[bid] = true
-		}
-		st.holdMu.Unlock()
-		for _, sb := range p.Save(st.clock.Now()).Breakers {
-			k := store.KeyOf(sb)
-			if held[id(k)] {
-				continue // a placeholder for another member's probe: not this member's news
-			}
-			if old, ok := batch[k]; ok && old.sb.Changed.After(sb.Changed) {
-				continue
-			}
-			batch[k] = pendingEntry{sb: sb, release: batch[k].release}
-		}
-	}
-	if err := st.publish(ctx, values(batch)); err != nil {
-		st.keep(batch)
-		return err
-	}
-	if p != nil {
-		if err := st.pull(ctx, p); err != nil {
-			return err
-		}
-	}
-	st.reconciles.Add(1)
-	if q := st.pool.Load(); q != p {
-		return st.reconcile() // bound meanwhile: pull into the pool too
-	}
-	return nil
-}
-
-// pull applies every live entry of the namespace to p.
-func (st *Store) pull(ctx context.Context, p *pool.Pool) error {
-	names, err := liveScript.Run(ctx, st.c, []string{st.k.index}).StringSlice()
-	if err != nil {
-		return err
-	}
-	const chunk = 256
-	for len(names) > 0 {
-		n := min(chunk, len(names))
-		vals, err := st.c.MGet(ctx, names[:n]...).Result()
-		if err != nil {
-			return err
-		}
-		names = names[n:]
-		for _, v := range vals {
-			s, ok := v.(string)
-			if !ok {
-				continue // expired since the index was read
-			}
-			e, err := decode(s)
-			if err != nil {
-				st.log.Warn("redisstore: ignoring a malformed entry", "namespace", st.s.Namespace, "err", err)
-				continue
-			}
-			st.applyEntry(p, e)
-		}
-	}
-	return nil
 }

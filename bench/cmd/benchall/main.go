@@ -71,6 +71,7 @@ func main() {
 	}
 	writeMeasures(p, *rounds)
 	p("\nTotal time of this run: %v.\n", time.Since(start).Round(time.Second))
+	b.WriteString(keptFleetOf(*out))
 	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -164,7 +165,8 @@ func writeMeasures(p func(string, ...any), rounds int) {
 }
 
 // onlyMeasures runs writeMeasures alone: its sections go to stdout, or with write replace those of
-// out (from the overhead's heading to the end), keeping the simulation's section as it is.
+// out (from the overhead's heading to the end), keeping the simulation's and the fleet's sections
+// as they are.
 func onlyMeasures(rounds int, write bool, out string) error {
 	var b strings.Builder
 	start := time.Now()
@@ -177,7 +179,7 @@ func onlyMeasures(rounds int, write bool, out string) error {
 			return "", fmt.Errorf("%s has no %q section to replace: run the whole of benchall", out, heading)
 		}
 		log.Printf("replacing the measurements of %s", out)
-		return old[:i] + text, nil
+		return old[:i] + text + keptFleet(old), nil
 	})
 }
 
