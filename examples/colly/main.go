@@ -103,7 +103,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 	if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: 6}); err != nil {
 		return summary{}, err
 	}
-	ext, err := collyext.Attach(c, tr, collyext.Settings{})
+	// Five of the eight exits are bad on purpose: a page may be re-queued through every other
+	// exit before it is given up (the default, collyext.DefaultRetries, is four re-queues, and a
+	// first page that drew the five bad exits in a row was lost one run in fifty).
+	ext, err := collyext.Attach(c, tr, collyext.Settings{Retries: len(exitSpecs) - 1})
 	if err != nil {
 		return summary{}, err
 	}
