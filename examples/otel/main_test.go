@@ -133,7 +133,7 @@ func documented(t *testing.T) (metrics, labels []string) {
 			}
 		}
 	}
-	if len(metrics) != 10 || len(labels) < 10 {
+	if len(metrics) < 10 || len(labels) < 10 { // at least the ten of round 2: fewer means the parse broke
 		t.Fatalf("docs/metrics.md: found %d metrics %v and %d labels; the tables changed shape", len(metrics), metrics, len(labels))
 	}
 	return metrics, labels
