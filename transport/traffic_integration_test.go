@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -245,19 +246,31 @@ func TestTrafficAddsNoAllocations(t *testing.T) {
 		if err := benchRoundTrip(tr, req, buf); err != nil { // the connection, before counting
 			t.Fatal(err)
 		}
-		return testing.AllocsPerRun(300, func() {
-			if err := benchRoundTrip(tr, req, buf); err != nil {
-				t.Fatal(err)
-			}
-		})
+		// The fewest of five rounds: AllocsPerRun counts the whole process's allocations, and the
+		// background's (a connection's reader, the race detector, another test) only add.
+		fewest := math.Inf(1)
+		for range 5 {
+			fewest = min(fewest, testing.AllocsPerRun(100, func() {
+				if err := benchRoundTrip(tr, req, buf); err != nil {
+					t.Fatal(err)
+				}
+			}))
+		}
+		return fewest
 	}
 	base := transport.DefaultBaseTemplate()
 	base.Proxy = http.ProxyURL(px.URL())
 	defer base.CloseIdleConnections()
 	counted, uncounted := allocs(), allocs(transport.WithBase(base))
 	// Half an allocation per request of slack absorbs a stray goroutine's, and still catches a
-	// trace (one) or a context (one) per request.
-	if counted >= uncounted+0.5 {
+	// trace (one) or a context (one) per request. Under the race detector the counted path shows
+	// one more now and then (178 against 178 or 179 in runs of the same build; without it, 166
+	// against 166 every time): there the slack is one and a half, which still catches two.
+	slack := 0.5
+	if raceDetector {
+		slack = 1.5
+	}
+	if counted >= uncounted+slack {
 		t.Errorf("allocations per request: %v counting bytes, %v not; want no more", counted, uncounted)
 	}
 	t.Logf("allocations per request: %v counting bytes, %v not", counted, uncounted)
