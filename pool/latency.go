@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"maps"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -186,20 +187,20 @@ func (l *originLatency) observe(now time.Time, id uint32, d time.Duration) {
 		return
 	}
 	typ := l.typicalSeconds()
-	if l.slow.get(id) {
-		if m := l.tracked.Load(); m != nil {
-			if pl := (*m)[id]; pl != nil {
-				l.update(now, id, pl, s, typ)
-				return
-			}
-		}
+	if pl := l.lookup(id); pl != nil {
+		l.update(now, id, pl, s, typ)
+		return
 	}
 	if typ > 0 && s > slowFactor*typ && d > latencyFloor {
 		l.track(now, id, s).ramp.Store(0)
 		return
 	}
-	// An untracked answer moves the typical. Load and store, not a CAS loop: an update lost to a
-	// concurrent one only weights that answer a little less.
+	l.noteTypical(typ, s)
+}
+
+// noteTypical moves the typical latency typ by an untracked answer s (seconds). Load and store,
+// not a CAS loop: an update lost to a concurrent one only weights that answer a little less.
+func (l *originLatency) noteTypical(typ, s float64) {
 	if typ == 0 {
 		typ = s
 	} else {
@@ -220,7 +221,7 @@ func (l *originLatency) update(now time.Time, id uint32, pl *pairLatency, s, typ
 		if !ramping {
 			l.untrack(id)
 		}
-		l.typical.Store(math.Float64bits(typ + (s-typ)*typicalWeight))
+		l.noteTypical(typ, s)
 		return
 	case s >= est:
 		est = s
@@ -251,11 +252,9 @@ func (l *originLatency) track(now time.Time, id uint32, s float64) *pairLatency 
 			return pl
 		}
 	}
-	m := make(map[uint32]*pairLatency, mapLen(old)+1)
+	m := map[uint32]*pairLatency{}
 	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
+		m = maps.Clone(*old)
 	}
 	pl := &pairLatency{}
 	pl.v.Store(packLatency(s, now))
@@ -274,20 +273,9 @@ func (l *originLatency) untrack(id uint32) {
 		return
 	}
 	l.slow.set(id, false)
-	m := make(map[uint32]*pairLatency, len(*old))
-	for k, v := range *old {
-		if k != id {
-			m[k] = v
-		}
-	}
+	m := maps.Clone(*old)
+	delete(m, id)
 	l.tracked.Store(&m)
-}
-
-func mapLen(m *map[uint32]*pairLatency) int {
-	if m == nil {
-		return 0
-	}
-	return len(*m)
 }
 
 // latencySample reports whether a verdict's elapsed time says how fast its pair is: a success,

@@ -158,13 +158,13 @@ func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, 
 		return nil, 0
 	}
 	if p.selection == Random || n == 1 {
-		ramps := o.lat.tracking()
+		tracking := o.lat.tracking() // slow or ramping pairs: their rules apply
 		for range sampleTries {
 			i := p.draw(g, sub)
 			if ok, _ := p.breakersReady(now, o, g, i, avoid); !ok {
 				continue
 			}
-			if ramps && !o.lat.ramped(now, g.id(i), p.rand()) {
+			if tracking && !o.lat.ramped(now, g.id(i), p.rand()) {
 				continue // back from OPEN: not yet its full share (slow start)
 			}
 			if ok, _, _ := p.tokensReady(now, o, g, i); ok {
@@ -174,7 +174,7 @@ func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, 
 		return nil, 0
 	}
 	var first candidate
-	have, ramps := false, o.lat.tracking()
+	have, tracking := false, o.lat.tracking() // slow or ramping pairs: their rules apply
 	for k := 0; k < sampleTries; k += 2 {
 		// Two candidates at a time, their pair bits and their exits loaded before either is
 		// judged: in a pool of many exits and origins each of these loads misses the cache, and
@@ -190,7 +190,7 @@ func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, 
 			if ok, _ := p.breakersReady(now, o, g, c.i, avoid); !ok {
 				continue
 			}
-			if ramps && !o.lat.ramped(now, c.id, p.rand()) {
+			if tracking && !o.lat.ramped(now, c.id, p.rand()) {
 				continue // back from OPEN: not yet its full share (slow start)
 			}
 			if !have {
@@ -202,7 +202,7 @@ func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, 
 				a, b = b, a
 			}
 			for k, x := range [2]candidate{a, b} {
-				if k == 1 && ramps && p.passOver(now, o, x.id) {
+				if k == 1 && tracking && p.passOver(now, o, x.id) {
 					break // the better one has no token: draw again rather than wait on a slow one
 				}
 				if ok, _, _ := p.tokensReady(now, o, g, x.i); ok {
@@ -212,7 +212,7 @@ func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, 
 			have = false
 		}
 	}
-	if have && !(ramps && p.passOver(now, o, first.id)) {
+	if have && !(tracking && p.passOver(now, o, first.id)) {
 		if ok, _, _ := p.tokensReady(now, o, g, first.i); ok {
 			return first.es, first.id
 		}
@@ -237,26 +237,15 @@ func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, av
 	}
 	start := int(p.rand() % uint64(n))
 	tracking := o.lat.tracking()
-	var total, slowTotal float64
-	var slow *exitState
-	var slowID uint32
+	var fast, slow reservoir
 	for k := range n {
 		i := sub.index((start + k) % n)
 		ok, at, scope := p.ready(now, o, g, i, avoid)
 		switch {
 		case ok && tracking && p.passOver(now, o, g.id(i)):
-			w := g.exits[i].exit.weight
-			slowTotal += w
-			if float64(p.rand()>>11)/(1<<53)*slowTotal < w {
-				slow, slowID = g.exits[i], g.id(i)
-			}
+			slow.offer(p, g.exits[i], g.id(i))
 		case ok:
-			// Weighted reservoir sampling: each ready exit ends up chosen with probability weight/total.
-			w := g.exits[i].exit.weight
-			total += w
-			if float64(p.rand()>>11)/(1<<53)*total < w {
-				c.exit, c.id = g.exits[i], g.id(i)
-			}
+			fast.offer(p, g.exits[i], g.id(i))
 		case at.IsZero():
 		case scope != scopeNone:
 			if c.tokenAt.IsZero() || at.Before(c.tokenAt) {
@@ -266,13 +255,29 @@ func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, av
 			c.probeAt = at
 		}
 	}
-	if c.exit == nil && slow != nil {
+	c.exit, c.id = fast.es, fast.id
+	if c.exit == nil && slow.es != nil {
 		// Only slow exits are ready. Holding a worker for a slow answer beats waiting only when no
 		// other exit's token comes sooner than that answer would: goodput per worker-second.
-		typ := o.lat.typicalSeconds()
 		wait := c.tokenAt.Sub(now).Seconds()
-		if c.tokenAt.IsZero() || wait >= o.lat.estimate(now, slowID, typ) {
-			c.exit, c.id = slow, slowID
+		if c.tokenAt.IsZero() || wait >= o.lat.estimate(now, slow.id, o.lat.typicalSeconds()) {
+			c.exit, c.id = slow.es, slow.id
 		}
+	}
+}
+
+// reservoir is weighted reservoir sampling over the exits offered to it: each ends up its choice
+// with probability weight / the total weight offered.
+type reservoir struct {
+	total float64
+	es    *exitState
+	id    uint32
+}
+
+func (r *reservoir) offer(p *Pool, es *exitState, id uint32) {
+	w := es.exit.weight
+	r.total += w
+	if float64(p.rand()>>11)/(1<<53)*r.total < w {
+		r.es, r.id = es, id
 	}
 }
