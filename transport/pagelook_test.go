@@ -139,3 +139,29 @@ func FuzzTitleHash(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkPageLooksRead: what the check costs a 2xx HTML page, the read of its look (the peek
+// and its buffer, the title) beside reading the body whole, which the caller does anyway.
+func BenchmarkPageLooksRead(b *testing.B) {
+	page := []byte("<!doctype html><html><head><title>Widget 4711 | Shop</title></head><body>" + strings.Repeat("<li>spec</li>\n", 3000) + "</body></html>")
+	for _, bc := range []struct {
+		name string
+		read bool
+	}{{"body only", false}, {"look and body", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(page)))
+			var pl PageLooks
+			for b.Loop() {
+				resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/html"}},
+					Body: io.NopCloser(struct{ io.Reader }{bytes.NewReader(page)}), ContentLength: int64(len(page))} // no WriteTo, as net/http's body
+				if bc.read {
+					if _, ok, err := pl.Read(resp); !ok || err != nil {
+						b.Fatal(ok, err)
+					}
+				}
+				io.Copy(io.Discard, resp.Body)
+			}
+		})
+	}
+}
