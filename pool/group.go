@@ -38,7 +38,7 @@ type GroupSettings struct {
 // Defaults for GroupSettings, chosen from the pool simulation's round-3 world (docs/decisions.md,
 // "Groups").
 const (
-	DefaultGroupMinBans = 2
+	DefaultGroupMinBans = 3
 	DefaultGroupWindow  = 2 * time.Minute
 )
 

@@ -15,7 +15,8 @@ import (
 )
 
 // newGroupPool is a pool on a fake clock of a /24 of four exits (s0…s3, 203.0.113.1-4) and two
-// exits in other subnets (o0, o1), whose pairs trip on one failure and rest 10 s.
+// exits in other subnets (o0, o1), whose pairs trip on one failure and rest 10 s; two bans in
+// the default window hold a group.
 func newGroupPool(t *testing.T, opts ...pool.Option) (*pool.Pool, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(syncT0)
@@ -30,6 +31,7 @@ func newGroupPool(t *testing.T, opts ...pool.Option) (*pool.Pool, *clock.Fake) {
 	all := []pool.Option{
 		pool.WithExits(exits...), pool.WithClock(clk), pool.WithSeed(7), pool.WithInlineSweep(),
 		pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, BaseCooldown: 10 * time.Second, Jitter: -1}),
+		pool.WithGroups(pool.GroupSettings{MinBans: 2}),
 	}
 	p, err := pool.New(append(all, opts...)...)
 	if err != nil {
@@ -186,6 +188,8 @@ func TestGroupMinBans(t *testing.T) {
 	}{
 		{"k=3, two bans", pool.GroupSettings{MinBans: 3}, []string{"s0", "s1"}, 0},
 		{"k=3, three bans", pool.GroupSettings{MinBans: 3}, []string{"s0", "s1", "s2"}, 1},
+		{"defaults, two bans", pool.GroupSettings{}, []string{"s0", "s1"}, 0},
+		{"defaults, three bans", pool.GroupSettings{}, []string{"s0", "s1", "s2"}, 1},
 		{"disabled", pool.GroupSettings{Disabled: true}, []string{"s0", "s1", "s2"}, 0},
 		{"other subnets", pool.GroupSettings{}, []string{"o0", "o1"}, 0},
 	} {
@@ -244,7 +248,7 @@ func TestGroupAttribute(t *testing.T) {
 			t.Fatalf("%s: ReadExits: %v", tc.name, err)
 		}
 		clk := clock.NewFake(syncT0)
-		p, err := pool.New(pool.WithExits(exits...), pool.WithClock(clk), pool.WithSeed(1))
+		p, err := pool.New(pool.WithExits(exits...), pool.WithClock(clk), pool.WithSeed(1), pool.WithGroups(pool.GroupSettings{MinBans: 2}))
 		if err != nil {
 			t.Fatal(err)
 		}

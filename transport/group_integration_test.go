@@ -69,7 +69,8 @@ func TestIntegGroupHold(t *testing.T) {
 	var ev groupHolds
 	clk := newIntegClock()
 	tr, c := integNew(t, []*httptest.Server{srv}, pool.WithExits(exits...), pool.WithClock(clk),
-		pool.WithPairSettings(breaker.Settings{Rand: integHalf}), pool.WithObserver(&ev))
+		pool.WithPairSettings(breaker.Settings{Rand: integHalf}), pool.WithObserver(&ev),
+		pool.WithGroups(pool.GroupSettings{MinBans: 2}))
 
 	get := func(exit string) (int, error) {
 		ctx := context.Background()
