@@ -344,3 +344,29 @@ func TestGroupPickAllocs(t *testing.T) {
 		t.Errorf("a pick of a held member: %v allocations, want 0", n)
 	}
 }
+
+// TestGroupHoldForgottenBySweep: an origin the idle sweep forgets takes its holds with it, and a
+// GroupObserver hears the hold end with no member served.
+func TestGroupHoldForgottenBySweep(t *testing.T) {
+	var ev groupEvents
+	p, clk := newGroupPool(t, pool.WithObserver(&ev))
+	ban(t, p, clk, 0, "s0")
+	ban(t, p, clk, time.Second, "s1")
+	later := syncT0.Add(2 * time.Hour)
+	p.Sweep(later)
+	if h := p.SnapshotAt(later).Groups; len(h) != 0 {
+		t.Fatalf("after the origin was swept: holds %+v, want none", h)
+	}
+	if len(ev.got) != 2 || !ev.got[1].Released.Equal(later) || ev.got[1].ServedBy != "" {
+		t.Fatalf("events %+v, want the hold, then its end at the sweep with no member served", ev.got)
+	}
+	// The origin starts afresh: s2 and s3 are not held.
+	clk.Set(later)
+	a, errA := pickExit(p, clk, "s2")
+	b, errB := pickExit(p, clk, "s2")
+	if errA != nil || errB != nil {
+		t.Fatalf("two concurrent picks of s2 after the sweep: %v, %v; want both admitted", errA, errB)
+	}
+	a.Release()
+	b.Release()
+}

@@ -155,7 +155,31 @@ func (p *Pool) groupServed(o *originState, id uint32, now time.Time) {
 	}
 	h.storeHeld(m)
 	h.mu.Unlock()
-	p.tellGroup(set, o.key, g, now, true, id)
+	served := ""
+	if es := set.byID[id]; es != nil {
+		served = es.exit.label
+	}
+	p.tellGroup(set, o.key, g, now, true, served)
+}
+
+// forgetHolds ends the holds of an origin the idle sweep dropped at now: nothing was served, and
+// nothing of the origin is remembered any more. Observers hear each end, with no ServedBy.
+func (p *Pool) forgetHolds(o *originState, now time.Time) {
+	h := &o.kin
+	h.mu.Lock()
+	var gone []*groupHold
+	for _, w := range h.watch {
+		if w.hold != nil {
+			gone = append(gone, w.hold)
+		}
+	}
+	h.watch = nil
+	h.storeHeld(nil)
+	h.mu.Unlock()
+	set := p.set.Load()
+	for _, g := range gone {
+		p.tellGroup(set, o.key, g, now, true, "")
+	}
 }
 
 func (h *groupHolds) storeHeld(m map[uint32]*groupHold) {
@@ -180,7 +204,7 @@ func (pr *pair) noteGroupBan(t breaker.Transition) {
 		return
 	}
 	if g := o.kin.banned(k, pr.id, t.At, p.groups); g != nil {
-		p.tellGroup(set, o.key, g, t.At, false, 0)
+		p.tellGroup(set, o.key, g, t.At, false, "")
 	}
 }
 
@@ -258,8 +282,8 @@ type GroupHold struct {
 	Held   []string `json:"held"`
 	// Probing reports that a held member's attempt is out (Snapshot only).
 	Probing bool `json:"probing,omitempty"`
-	// Released is when the hold ended, and ServedBy the member whose served answer ended it;
-	// zero and "" while it is in force.
+	// Released is when the hold ended, and ServedBy the member whose served answer ended it ("":
+	// the idle sweep forgot the origin, hold and all); zero and "" while it is in force.
 	Released time.Time `json:"released,omitzero"`
 	ServedBy string    `json:"served_by,omitempty"`
 }
@@ -272,8 +296,8 @@ type GroupObserver interface {
 }
 
 // tellGroup tells the GroupObservers of hold g of origin: started, or (released) ended at now by
-// a served answer through exit servedBy.
-func (p *Pool) tellGroup(set *exitSet, origin string, g *groupHold, now time.Time, released bool, servedBy uint32) {
+// a served answer through the exit labelled servedBy ("": forgotten by the idle sweep).
+func (p *Pool) tellGroup(set *exitSet, origin string, g *groupHold, now time.Time, released bool, servedBy string) {
 	var ev GroupHold
 	made := false
 	for _, e := range p.obs.load() {
@@ -284,10 +308,7 @@ func (p *Pool) tellGroup(set *exitSet, origin string, g *groupHold, now time.Tim
 		if !made {
 			ev, made = p.describeHold(set, origin, g, now), true
 			if released {
-				ev.Released = now
-				if es := set.byID[servedBy]; es != nil {
-					ev.ServedBy = es.exit.label
-				}
+				ev.Released, ev.ServedBy = now, servedBy
 			}
 		}
 		gob.GroupChanged(ev)

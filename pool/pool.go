@@ -431,6 +431,9 @@ func (p *Pool) Sweep(now time.Time) {
 		}
 		o.mu.Unlock()
 		p.omu.Unlock()
+		if o.isDead() {
+			p.forgetHolds(o, now) // its groups' holds go with it; observers hear so (grouphold.go)
+		}
 	}
 	p.sessions.sweep(p.set.Load())
 }
