@@ -35,6 +35,9 @@
 // 429s and challenge pages (ClassRateLimited, ClassBlocked) also slow the pair's pace when rate
 // limits are on. A Suspect success — a plain 403 — is judged at Report time: by default a block of
 // the pair when the origin is serving other exits meanwhile, else the site's answer (SuspectPolicy).
+// A 2xx page judged with Lease.JudgePageAt (package transport judges every 2xx HTML page) is, the
+// same way, a block of the pair when it deviates from the pages other exits get meanwhile: smaller,
+// without the caller's marker, or titled otherwise (Page, softblock.go).
 //
 // # Leases and generations
 //
