@@ -1,6 +1,9 @@
 package sim
 
-import "math/rand/v2"
+import (
+	"math"
+	"math/rand/v2"
+)
 
 // The spend world (issue 25): what a crawl costs when exits are priced per gigabyte. Its exits
 // come in two tiers — cheap datacenter exits (tier 0) and premium residential ones (tier 1), each
@@ -171,25 +174,39 @@ func (t *Tiers) Bytes(o int, r Result) int64 {
 	return n
 }
 
-// Spend is what a strategy's attempts cost in a world with Tiers, by tier.
+// Spend is what a strategy's attempts cost in a world with Tiers, by tier, and by origin.
 type Spend struct {
 	Bytes    [2]int64   // carried through each tier's exits
 	Dollars  [2]float64 // what that cost
 	Attempts [2]int     // attempts through each tier
 	Pages    [2]int     // of them, pages served (goodput)
+	// ByOrigin is the dollars spent on each origin and the pages it served, by origin index.
+	ByOrigin []OriginSpend
 }
 
-// count adds attempt r through exit e (of tier) for origin o.
+// OriginSpend is what one origin's attempts cost and the pages they got.
+type OriginSpend struct {
+	Dollars float64
+	Pages   int
+}
+
+// count adds attempt r through an exit of tier for origin o.
 func (s *Spend) count(t *Tiers, tier, o int, r Result) {
 	if t == nil {
 		return
 	}
 	b := t.Bytes(o, r)
+	d := float64(b) / 1e9 * t.PerGB[tier]
 	s.Bytes[tier] += b
-	s.Dollars[tier] += float64(b) / 1e9 * t.PerGB[tier]
+	s.Dollars[tier] += d
 	s.Attempts[tier]++
+	for len(s.ByOrigin) <= o {
+		s.ByOrigin = append(s.ByOrigin, OriginSpend{})
+	}
+	s.ByOrigin[o].Dollars += d
 	if r.OK() {
 		s.Pages[tier]++
+		s.ByOrigin[o].Pages++
 	}
 }
 
@@ -201,6 +218,40 @@ func (s *Spend) Add(n Spend) {
 		s.Attempts[i] += n.Attempts[i]
 		s.Pages[i] += n.Pages[i]
 	}
+	for o, x := range n.ByOrigin {
+		for len(s.ByOrigin) <= o {
+			s.ByOrigin = append(s.ByOrigin, OriginSpend{})
+		}
+		s.ByOrigin[o].Dollars += x.Dollars
+		s.ByOrigin[o].Pages += x.Pages
+	}
+}
+
+// PerThousandAtMix is the dollars per thousand pages at the workload's mix: each of the n origins'
+// own dollars per page, averaged with equal weights (the workload draws origins uniformly but for
+// its bursts), times 1,000. PerThousand divides by the pages a strategy happened to get, so a
+// strategy that fails more on the sites with heavy pages looks cheaper per page; this one prices
+// the same basket for everyone. +Inf when an origin that cost something served no page; 0 with
+// no spend.
+func (s Spend) PerThousandAtMix(n int) float64 {
+	if n == 0 || s.Total() == 0 {
+		return 0
+	}
+	var sum float64
+	for o := range n {
+		var x OriginSpend
+		if o < len(s.ByOrigin) {
+			x = s.ByOrigin[o]
+		}
+		if x.Pages == 0 {
+			if x.Dollars > 0 {
+				return math.Inf(1)
+			}
+			continue
+		}
+		sum += x.Dollars / float64(x.Pages)
+	}
+	return sum / float64(n) * 1000
 }
 
 // Total is the dollars spent over both tiers.

@@ -121,9 +121,28 @@ func TestSpendBytes(t *testing.T) {
 	if got, want := s.PerThousand(), s.Total()/2*1000; got != want {
 		t.Errorf("Spend.PerThousand() = %v, want %v", got, want)
 	}
+	// At the workload's mix: origin 0 cost two pages' worth for two pages, origin 1 a challenge
+	// for none: infinite; without origin 1's challenge, origin 0's per page alone over 2 origins.
+	if got := s.PerThousandAtMix(2); !math.IsInf(got, 1) {
+		t.Errorf("PerThousandAtMix with an origin that cost and served nothing = %v, want +Inf", got)
+	}
+	var two Spend
+	two.count(tiers, 0, 0, Result{Answer: OK})
+	two.count(tiers, 1, 1, Result{Answer: OK})
+	two.count(tiers, 1, 1, Result{Answer: OK})
+	perPage0, perPage1 := page*1, float64(20_000+requestBytes)/1e9*5
+	if got, want := two.PerThousandAtMix(2), (perPage0+perPage1)/2*1000; math.Abs(got-want) > 1e-12 {
+		t.Errorf("PerThousandAtMix(2) = %v, want %v (each origin's dollars per page, averaged)", got, want)
+	}
+	var merged Spend
+	merged.Add(two)
+	merged.Add(two)
+	if merged.ByOrigin[1].Pages != 4 || math.Abs(merged.PerThousandAtMix(2)-two.PerThousandAtMix(2)) > 1e-12 {
+		t.Errorf("Add(two) twice = %+v, want each origin doubled and the same price at the mix", merged.ByOrigin)
+	}
 	var none Spend
 	none.count(nil, 0, 0, Result{Answer: OK})
-	if none != (Spend{}) || none.PerThousand() != 0 {
+	if none.Total() != 0 || none.Attempts != [2]int{} || none.ByOrigin != nil || none.PerThousand() != 0 || none.PerThousandAtMix(12) != 0 {
 		t.Errorf("Spend in a world without tiers = %+v, want nothing counted", none)
 	}
 }
