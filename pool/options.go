@@ -79,11 +79,13 @@ type config struct {
 	inlineSweep bool
 	rand        func() uint64
 	seeded      bool
-	maxSessions int
-	gate        *ratelimit.Gate
-	limits      bool // WithRateLimits was given
-	claimer     ProbeClaimer
-	rules       []*originRule // WithOriginSettings, in the order given
+	// strictSessions: WithStrictSessions (gateway_sticky.go).
+	strictSessions bool
+	maxSessions    int
+	gate           *ratelimit.Gate
+	limits         bool // WithRateLimits was given
+	claimer        ProbeClaimer
+	rules          []*originRule // WithOriginSettings, in the order given
 }
 
 func newConfig(opts []Option) (*config, error) {
