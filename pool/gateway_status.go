@@ -28,8 +28,10 @@ type GatewayStatus struct {
 	Rotations map[string]uint64 `json:"rotations,omitempty"`
 }
 
-// gatewayLabel returns the label of the gateway e is a session of, or "".
-func (e *Exit) gatewayLabel() string {
+// Gateway returns the label of the gateway e is a session of, or "" for any other exit. A
+// session exit may be replaced by its gateway at any time (a ban, its TTL): a transport closes
+// every connection of a session that left the pool, not only its idle ones.
+func (e *Exit) Gateway() string {
 	if e.gw == nil {
 		return ""
 	}

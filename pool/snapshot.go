@@ -67,7 +67,7 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 		s.Exits = append(s.Exits, ExitStatus{
 			Exit: es.exit.label, Tier: es.exit.tier, Weight: es.exit.weight,
 			InFlight: int(p.inflight.get(es.id)), Breaker: es.wide.Snapshot(now),
-			Bytes: p.traffic.lookup(es.id).load(), Gateway: es.exit.gatewayLabel(),
+			Bytes: p.traffic.lookup(es.id).load(), Gateway: es.exit.Gateway(),
 		})
 	}
 	s.Gateways = p.gatewayStatuses(now)

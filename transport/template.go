@@ -33,9 +33,9 @@ func DefaultBaseTemplate() *http.Transport {
 
 // newExitTransport builds e's transport; p, when not nil, is the pool that counts what e's
 // connections carried beyond their attempts' claims (traffic.go).
-func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, resolver *net.Resolver) *http.Transport {
+func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, resolver *net.Resolver, conns *sessionConns) *http.Transport {
 	tr := template.Clone()
-	counter := connCounter{pool: p, exit: e}
+	counter := connCounter{pool: p, exit: e, conns: conns}
 	label := e.Label()
 	tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
 		if res.StatusCode != http.StatusOK {
@@ -76,5 +76,5 @@ func NewExitTransport(e *pool.Exit, template *http.Transport, resolver *net.Reso
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
-	return newExitTransport(nil, e, template, resolver), nil
+	return newExitTransport(nil, e, template, resolver, nil), nil
 }
