@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"time"
 )
 
 // BanOrigin is an http.Handler for tests of gateways: an origin that judges its clients by the
@@ -15,30 +16,54 @@ import (
 // 403; every other request 200 with the client's address as the body. The zero value serves
 // everybody; it is safe for concurrent use.
 type BanOrigin struct {
-	// BanAfter, when positive, bans an address once it has been served that many requests.
+	// BanAfter, when positive, bans an address once it has been served that many requests since
+	// its last ban.
 	BanAfter int
+	// BanFor is how long a ban made by BanAfter lasts, on Now; zero: for ever.
+	BanFor time.Duration
+	// Now reads the time bans are measured on; default time.Now.
+	Now func() time.Time
 	// Plain answers banned addresses with a bare 403 and no marker.
 	Plain bool
 
 	mu     sync.Mutex
 	served map[netip.Addr]int
-	banned map[netip.Addr]bool
+	run    map[netip.Addr]int       // served since the last ban
+	banned map[netip.Addr]time.Time // until when; the zero time: for ever
 	blocks int
 	order  []netip.Addr // addresses in the order they were first served
 }
 
-// Ban bans addr from now on.
+// Ban bans addr for ever.
 func (o *BanOrigin) Ban(addr netip.Addr) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.ban(addr)
+	o.ban(addr, time.Time{})
 }
 
-func (o *BanOrigin) ban(addr netip.Addr) {
+func (o *BanOrigin) ban(addr netip.Addr, until time.Time) {
 	if o.banned == nil {
-		o.banned = map[netip.Addr]bool{}
+		o.banned = map[netip.Addr]time.Time{}
 	}
-	o.banned[addr] = true
+	o.banned[addr] = until
+	delete(o.run, addr)
+}
+
+func (o *BanOrigin) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// isBanned reports whether addr is banned at now, forgetting a ban that has ended. o.mu is held.
+func (o *BanOrigin) isBanned(addr netip.Addr, now time.Time) bool {
+	until, ok := o.banned[addr]
+	if ok && !until.IsZero() && !now.Before(until) {
+		delete(o.banned, addr)
+		return false
+	}
+	return ok
 }
 
 // Served returns how many requests addr was served (answered 200).
@@ -76,19 +101,25 @@ func ClientAddr(r *http.Request) netip.Addr {
 func (o *BanOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	addr := ClientAddr(r)
 	o.mu.Lock()
-	banned := o.banned[addr]
+	now := o.now()
+	banned := o.isBanned(addr, now)
 	if banned {
 		o.blocks++
 	} else {
 		if o.served == nil {
-			o.served = map[netip.Addr]int{}
+			o.served, o.run = map[netip.Addr]int{}, map[netip.Addr]int{}
 		}
 		if o.served[addr] == 0 {
 			o.order = append(o.order, addr)
 		}
 		o.served[addr]++
-		if o.BanAfter > 0 && o.served[addr] >= o.BanAfter {
-			o.ban(addr)
+		o.run[addr]++
+		if o.BanAfter > 0 && o.run[addr] >= o.BanAfter {
+			var until time.Time
+			if o.BanFor > 0 {
+				until = now.Add(o.BanFor)
+			}
+			o.ban(addr, until)
 		}
 	}
 	o.mu.Unlock()
