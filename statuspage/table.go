@@ -32,6 +32,9 @@ type Table struct {
 	Hints map[string]string `json:"hints"`
 	// Grid is the exit × origin grid, bounded in rows and columns.
 	Grid Grid `json:"grid"`
+	// Gateways are the provider gateways with their sessions (gateways.go); their sessions are
+	// rows of Exits too.
+	Gateways []GatewayRow `json:"gateways"`
 }
 
 // Summary counts what the table holds, before any row limit. The exit counts add up:
@@ -230,6 +233,7 @@ func build(s pool.Snapshot, l layout) Table {
 	t.Actions = actions(t.Exits, t.Pairs, t.Origins)
 	addHints(t.Hints, t.Exits, t.Pairs, t.Origins)
 	t.Grid = buildGrid(t.Exits, t.Pairs, t.Origins, l)
+	t.Gateways = gatewayRows(s)
 
 	slices.SortStableFunc(t.Exits, compareExits)
 	slices.SortStableFunc(t.Pairs, func(a, b PairRow) int {
