@@ -37,6 +37,8 @@ func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, reso
 	tr := template.Clone()
 	counter := connCounter{pool: p, exit: e, conns: conns}
 	label := e.Label()
+	// TODO(issue 27): a gateway session's egress IP, when its line names the provider's header, is
+	// read here from the CONNECT reply and handed to the pool with the verdict.
 	tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
 		if res.StatusCode != http.StatusOK {
 			// The header goes with the error: the proxy's markers say what the refusal means.

@@ -184,3 +184,26 @@ func TestBanOriginBansByClientAddress(t *testing.T) {
 		t.Errorf("Served(%v) = %d, Blocks() = %d, want 2 and 1", addr, bo.Served(addr), bo.Blocks())
 	}
 }
+
+func TestBanOriginTimedBans(t *testing.T) {
+	clk := &fakeNow{t: time.Unix(1000, 0)}
+	bo := &proxytest.BanOrigin{BanAfter: 1, BanFor: 20 * time.Second, Now: clk.now}
+	origin := httptest.NewServer(bo)
+	defer origin.Close()
+	g := startGateway(t, proxytest.GatewayConfig{User: "acct", Pass: "pw"})
+	status := func() int { code, _, _ := via(t, g.SessionURL("s"), origin.URL); return code }
+	if got := status(); got != http.StatusOK {
+		t.Fatalf("first request: %d, want 200", got)
+	}
+	clk.add(19 * time.Second)
+	if got := status(); got != http.StatusForbidden {
+		t.Errorf("19 s into the ban: %d, want 403", got)
+	}
+	clk.add(time.Second)
+	if got := status(); got != http.StatusOK {
+		t.Errorf("at the ban's end: %d, want 200", got)
+	}
+	if got := status(); got != http.StatusForbidden {
+		t.Errorf("after one more request: %d, want a new ban", got)
+	}
+}
