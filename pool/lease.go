@@ -49,6 +49,8 @@ type Lease struct {
 	judged bool   // JudgeAt judged the verdict: the report does not judge it again
 	moved  bool   // the request's Session moved to another exit (LeaseInfo.SessionMoved)
 	path   uint16 // PathOf the attempt's request path (SetPath); 0: unknown
+	// groupProbe: the lease holds its exit's group's probe slot for the origin (grouphold.go).
+	groupProbe bool
 }
 
 // SetPath tells the lease which path its attempt asks for (PathOf of it is kept, no allocation),
@@ -138,6 +140,7 @@ func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
 	if l.p.gateways.live.get(l.t.id) {
 		l.p.sessionReported(now, &l.t, v, pair) // a gateway's session: rotate it? (gateway_rotate.go)
 	}
+	l.p.groupsHear(&l.t, v.Outcome == Success, l.groupProbe)
 	return Reported{PairState: pair, ExitState: exit, Verdict: v}
 }
 
@@ -172,4 +175,5 @@ func (l *Lease) ReleaseAt(now time.Time) {
 	}
 	l.done = true
 	l.p.release(now, &l.t)
+	l.p.groupsHear(&l.t, false, l.groupProbe)
 }

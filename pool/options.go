@@ -86,6 +86,7 @@ type config struct {
 	limits         bool // WithRateLimits was given
 	claimer        ProbeClaimer
 	rules          []*originRule // WithOriginSettings, in the order given
+	groups         GroupSettings
 }
 
 func newConfig(opts []Option) (*config, error) {

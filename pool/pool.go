@@ -37,6 +37,7 @@ type Pool struct {
 	tiers     bool
 	idleTTL   time.Duration
 	rand      func() uint64
+	groups    GroupSettings // group.go
 
 	mu     sync.Mutex // serialises exit-set changes
 	set    atomic.Pointer[exitSet]
@@ -110,6 +111,9 @@ func New(opts ...Option) (*Pool, error) {
 		limits:   c.limits,
 		claimer:  c.claimer,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]pinned)},
+	}
+	if p.groups, err = newGroupConfig(c.groups); err != nil {
+		return nil, err
 	}
 	p.exitEpoch.Store(1) // a ticket's exitEpoch 0 says "not admitted lazily"
 	p.pairRaw, p.exitRaw = c.pair, c.exit
@@ -218,6 +222,8 @@ type originState struct {
 	load originLoad
 	// traffic is the bytes its attempts moved (bytes.go).
 	traffic trafficCounter
+	// kin is what its bans taught about groups of exits, and the groups held (grouphold.go).
+	kin groupHolds
 }
 
 type pair struct {
@@ -247,6 +253,7 @@ func (pr *pair) StateChanged(t breaker.Transition) {
 		return
 	}
 	pr.noteEpisode(t)
+	pr.noteGroupBan(t)
 	if t.From == breaker.HalfOpen && t.To == breaker.Closed {
 		pr.origin.lat.startRamp(t.At, pr.id) // slow start (latency.go)
 	}
@@ -430,6 +437,9 @@ func (p *Pool) Sweep(now time.Time) {
 		}
 		o.mu.Unlock()
 		p.omu.Unlock()
+		if o.isDead() {
+			p.forgetHolds(o, now) // its groups' holds go with it; observers hear so (grouphold.go)
+		}
 	}
 	p.sessions.sweep(p.set.Load())
 }

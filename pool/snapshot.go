@@ -22,6 +22,8 @@ type Snapshot struct {
 	// Gateways are the provider gateways, each with its own breaker and its live sessions
 	// (gateway_status.go), sorted by label; their sessions are in Exits too.
 	Gateways []GatewayStatus `json:"gateways,omitempty"`
+	// Groups are the groups of exits held for an origin (group.go), by origin and group.
+	Groups []GroupHold `json:"groups,omitempty"`
 }
 
 // ExitStatus is one exit's own breaker.
@@ -98,5 +100,6 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 	})
 	slices.SortFunc(s.Origins, func(a, b OriginStatus) int { return cmp.Compare(a.Origin, b.Origin) })
 	slices.SortFunc(s.Traffic, func(a, b OriginTraffic) int { return cmp.Compare(a.Origin, b.Origin) })
+	s.Groups = p.groupHoldsAt(now)
 	return s
 }
