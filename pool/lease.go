@@ -47,6 +47,7 @@ type Lease struct {
 	t      ticket
 	done   bool
 	judged bool   // JudgeAt judged the verdict: the report does not judge it again
+	moved  bool   // the request's Session moved to another exit (LeaseInfo.SessionMoved)
 	path   uint16 // PathOf the attempt's request path (SetPath); 0: unknown
 	// groupProbe: the lease holds its exit's group's probe slot for the origin (grouphold.go).
 	groupProbe bool
@@ -75,6 +76,11 @@ type LeaseInfo struct {
 	PairState, ExitState breaker.State
 	// DryRun reports that breakers did not steer this pick; WouldRefuse that they would have refused it.
 	DryRun, WouldRefuse bool
+	// SessionMoved reports that the request's Session was pinned to another exit for this origin
+	// and now leaves through this one: its gateway rotated the session it was pinned to (a ban, a
+	// TTL), or the pinned exit stopped admitting it. A login flow learns here that its IP changed
+	// (Pool.WithStrictSessions refuses such a pick instead).
+	SessionMoved bool
 }
 
 // Reported is what a verdict left behind: the pair's and the exit's breaker states once it was
@@ -103,7 +109,7 @@ func (l *Lease) Info() LeaseInfo {
 		Exit: l.t.exit.exit, Origin: l.t.origin.key, At: l.t.now,
 		Probe:     l.t.pairPm.Probe() || l.t.exitPm.Probe() || l.t.originPm.Probe(),
 		PairState: l.t.pairState, ExitState: l.t.exitState,
-		DryRun: l.p.dryRun, WouldRefuse: l.t.would,
+		DryRun: l.p.dryRun, WouldRefuse: l.t.would, SessionMoved: l.moved,
 	}
 }
 
@@ -131,6 +137,9 @@ func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
 		l.t.retries.avoidExit(l.t.exit.exit)
 	}
 	pair, exit := l.p.finish(now, &l.t, v, l.path)
+	if l.p.gateways.live.get(l.t.id) {
+		l.p.sessionReported(now, &l.t, v, pair) // a gateway's session: rotate it? (gateway_rotate.go)
+	}
 	l.p.groupsHear(&l.t, v.Outcome == Success, l.groupProbe)
 	return Reported{PairState: pair, ExitState: exit, Verdict: v}
 }

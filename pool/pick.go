@@ -35,6 +35,9 @@ func (p *Pool) PickAt(ctx context.Context, now time.Time, r Request) (Lease, err
 		p.obs.refused(ctx, r.Origin, err)
 		return Lease{}, err
 	}
+	if r.Session != "" {
+		l.moved = p.sessions.moved(r.Session, r.Origin)
+	}
 	return l, nil
 }
 
@@ -104,6 +107,7 @@ const maxTokenWaits = 16
 // returns the instant the soonest token comes and the scope of the bucket that lacks it.
 func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time, scope Scope, err error) {
 	p.maybeSweep(now)
+	p.maybeExpireSessions(now) // gateway sessions past their TTL (gateway_rotate.go)
 	originKey := r.Origin
 	o := p.liveOrigin(originKey)
 	originPm, err := p.admitOrigin(now, o)
@@ -137,9 +141,14 @@ func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time,
 		var es *exitState
 		var id uint32
 		if session != "" {
-			es = p.sessions.pinned(session, originKey, set)
+			var had, rotated bool
+			es, had, rotated = p.sessions.pinned(session, originKey, set)
 			if es != nil && (!p.sticks(now, o, es) || !r.Want.Admits(es.exit)) {
 				es = nil
+			}
+			if had && (es == nil || rotated) && p.strictSessions {
+				originPm.Release(now)
+				return time.Time{}, scopeNone, p.sessionLost(session, originKey, rotated) // gateway_sticky.go
 			}
 			if es != nil {
 				id = es.id

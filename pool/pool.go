@@ -47,6 +47,10 @@ type Pool struct {
 	origins map[string]*originState
 
 	sessions sessionTable
+	// gateways are the pool's provider gateways and their sessions (gateway.go); strictSessions
+	// makes a caller session that lost its exit fail (WithStrictSessions).
+	gateways       gatewayTable
+	strictSessions bool
 
 	// Per exit id, read by the picker without locks: whether the exit's own breaker is out of
 	// CLOSED (kept by the breaker's Mirror hook, under its lock), and requests in flight.
@@ -106,7 +110,7 @@ func New(opts ...Option) (*Pool, error) {
 		gate:     c.gate,
 		limits:   c.limits,
 		claimer:  c.claimer,
-		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
+		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]pinned)},
 	}
 	if p.groups, err = newGroupConfig(c.groups); err != nil {
 		return nil, err
@@ -128,6 +132,8 @@ func New(opts ...Option) (*Pool, error) {
 	if p.gate.PairsLimited() {
 		p.lazyPairs = false
 	}
+	p.gateways.init(c.seeded, c.rand)
+	p.strictSessions = c.strictSessions
 	p.set.Store(p.buildSet(nil))
 	p.lastSweep.Store(c.clock.Now().UnixNano())
 	if err := p.Add(c.exits...); err != nil {

@@ -19,6 +19,9 @@ type Snapshot struct {
 	// (an origin the idle sweep forgets takes its total with it), sorted by origin; origins that
 	// moved nothing are left out.
 	Traffic []OriginTraffic `json:"traffic,omitempty"`
+	// Gateways are the provider gateways, each with its own breaker and its live sessions
+	// (gateway_status.go), sorted by label; their sessions are in Exits too.
+	Gateways []GatewayStatus `json:"gateways,omitempty"`
 	// Groups are the groups of exits held for an origin (group.go), by origin and group.
 	Groups []GroupHold `json:"groups,omitempty"`
 }
@@ -32,6 +35,9 @@ type ExitStatus struct {
 	Breaker  breaker.Snapshot `json:"breaker"`
 	// Bytes is what the exit's attempts moved since it joined the pool (Lease.ReportTrafficAt).
 	Bytes Traffic `json:"bytes"`
+	// Gateway is the label of the gateway the exit is a session of; empty for other exits. A
+	// session's Breaker is its gateway's.
+	Gateway string `json:"gateway,omitempty"`
 }
 
 // PairStatus is one (exit, origin) breaker. Pairs the pool holds no breaker for are CLOSED and
@@ -63,9 +69,10 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 		s.Exits = append(s.Exits, ExitStatus{
 			Exit: es.exit.label, Tier: es.exit.tier, Weight: es.exit.weight,
 			InFlight: int(p.inflight.get(es.id)), Breaker: es.wide.Snapshot(now),
-			Bytes: p.traffic.lookup(es.id).load(),
+			Bytes: p.traffic.lookup(es.id).load(), Gateway: es.exit.Gateway(),
 		})
 	}
+	s.Gateways = p.gatewayStatuses(now)
 	for _, o := range p.originList() {
 		o.mu.RLock()
 		for id, pr := range o.pairs {

@@ -32,6 +32,9 @@ type Table struct {
 	Hints map[string]string `json:"hints"`
 	// Grid is the exit × origin grid, bounded in rows and columns.
 	Grid Grid `json:"grid"`
+	// Gateways are the provider gateways with their sessions (gateways.go); their sessions are
+	// rows of Exits too.
+	Gateways []GatewayRow `json:"gateways"`
 	// Groups are the groups of exits held for an origin (pool.GroupHold: several members banned
 	// there, the others held to one attempt at a time until one is served).
 	Groups []pool.GroupHold `json:"groups"`
@@ -234,6 +237,7 @@ func build(s pool.Snapshot, l layout) Table {
 	t.Actions = actions(t.Exits, t.Pairs, t.Origins)
 	addHints(t.Hints, t.Exits, t.Pairs, t.Origins)
 	t.Grid = buildGrid(t.Exits, t.Pairs, t.Origins, l)
+	t.Gateways = gatewayRows(s)
 
 	slices.SortStableFunc(t.Exits, compareExits)
 	slices.SortStableFunc(t.Pairs, func(a, b PairRow) int {
