@@ -37,6 +37,9 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantVi
 		for gi := range set.groups {
 			g := &set.groups[gi]
 			sub := view.group(gi, g)
+			if es, id := p.dueProbe(now, o, set, gi, sub, avoid); es != nil {
+				return choice{exit: es, id: id} // a probe due first goes first (due.go)
+			}
 			if es, id := p.sample(g, sub, now, o, avoid); es != nil {
 				return choice{exit: es, id: id}
 			}
