@@ -68,6 +68,8 @@ type Pool struct {
 	gate    *ratelimit.Gate // never nil: at least ratelimit.Limits{}, which paces pairs that showed limits
 	limits  bool            // WithRateLimits was given: 429s without Retry-After cut paces too (AIMD)
 	claimer ProbeClaimer    // nil: probes are this pool's alone
+	// concurrency is WithAdaptiveConcurrency's settings; nil: no limits (limit.go).
+	concurrency *ConcurrencySettings
 
 	lastSweep atomic.Int64
 	sweeping  atomic.Bool
@@ -102,10 +104,11 @@ func New(opts ...Option) (*Pool, error) {
 		clock: c.clock, pairPol: pairPol, exitPol: exitPol, guard: guard,
 		dryRun: c.dryRun, inline: c.inlineSweep, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
 		rand: c.rand, origins: make(map[string]*originState), lazyPairs: pairPol.Settings().FailureRatio == 0,
-		gate:     c.gate,
-		limits:   c.limits,
-		claimer:  c.claimer,
-		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
+		gate:        c.gate,
+		limits:      c.limits,
+		claimer:     c.claimer,
+		concurrency: c.concurrency,
+		sessions:    sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
 	}
 	p.exitEpoch.Store(1) // a ticket's exitEpoch 0 says "not admitted lazily"
 	p.pairRaw, p.exitRaw = c.pair, c.exit
@@ -210,6 +213,8 @@ type originState struct {
 	// in flight per exit (load.go).
 	lat  originLatency
 	load originLoad
+	// limits is its pairs' concurrency limits; nil without WithAdaptiveConcurrency (limit.go).
+	limits *originLimits
 	// traffic is the bytes its attempts moved (bytes.go).
 	traffic trafficCounter
 }
@@ -304,6 +309,7 @@ func (p *Pool) origin(key string) *originState {
 		o.eager = o.rule != nil && o.rule.eager
 		o.bucket = p.gate.OriginBucket(key)
 		o.guard = p.newOriginGuard(o)
+		o.limits = newOriginLimits(p.concurrency)
 		p.origins[key] = o
 	}
 	return o

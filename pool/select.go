@@ -96,6 +96,9 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 // tokensReady peeks, taking nothing, at the buckets of exit i of g for o. Without configured
 // limits, and while the pair has shown none, it reads one bit table and nothing else.
 func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (bool, time.Time, Scope) {
+	if full, at := o.limits.full(now, &o.load, g.id(i)); full {
+		return false, at, ScopePair // at its concurrency limit (limit.go): as good as no token
+	}
 	if g.buckets != nil {
 		if ok, at := g.buckets[i].Ready(now); !ok {
 			return false, at, ScopeExit
