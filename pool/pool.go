@@ -215,6 +215,8 @@ type originState struct {
 	load originLoad
 	// limits is its pairs' concurrency limits; nil without WithAdaptiveConcurrency (limit.go).
 	limits *originLimits
+	// spill is its tiers' health and loads (spill.go).
+	spill originSpill
 	// traffic is the bytes its attempts moved (bytes.go).
 	traffic trafficCounter
 }

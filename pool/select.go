@@ -21,7 +21,8 @@ type choice struct {
 	tokenScope Scope
 }
 
-// choose picks a ready exit: from the lowest tier that has one, by sampling, then by scanning —
+// choose picks a ready exit: from the tier spillFrom says, else the lowest that has one, by
+// sampling, then by scanning —
 // among the exits of view only, when the request has a Want (nil: every exit).
 func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantView) choice {
 	set := p.set.Load()
@@ -34,7 +35,9 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantVi
 			}
 			avoid = nil // only exits that already failed this request are left: use them
 		}
-		for gi := range set.groups {
+		start := p.spillFrom(now, o, set) // the tier to try first: spill.go
+		for k := range set.groups {
+			gi := spillOrder(k, start)
 			g := &set.groups[gi]
 			sub := view.group(gi, g)
 			if es, id := p.dueProbe(now, o, set, gi, sub, avoid); es != nil {
