@@ -83,7 +83,8 @@ type config struct {
 	gate        *ratelimit.Gate
 	limits      bool // WithRateLimits was given
 	claimer     ProbeClaimer
-	rules       []*originRule        // WithOriginSettings, in the order given
+	rules       []*originRule // WithOriginSettings, in the order given
+	groups      GroupSettings
 	concurrency *ConcurrencySettings // WithAdaptiveConcurrency; nil: no limits (limit.go)
 }
 

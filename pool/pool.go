@@ -37,6 +37,7 @@ type Pool struct {
 	tiers     bool
 	idleTTL   time.Duration
 	rand      func() uint64
+	groups    GroupSettings // group.go
 
 	mu     sync.Mutex // serialises exit-set changes
 	set    atomic.Pointer[exitSet]
@@ -109,6 +110,9 @@ func New(opts ...Option) (*Pool, error) {
 		claimer:     c.claimer,
 		concurrency: c.concurrency,
 		sessions:    sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
+	}
+	if p.groups, err = newGroupConfig(c.groups); err != nil {
+		return nil, err
 	}
 	p.exitEpoch.Store(1) // a ticket's exitEpoch 0 says "not admitted lazily"
 	p.pairRaw, p.exitRaw = c.pair, c.exit
@@ -193,6 +197,7 @@ type originState struct {
 	bucket   *ratelimit.Bucket // the origin's own bucket, across all exits; nil if not limited
 	dead     atomic.Bool       // dropped from the pool's table by a sweep; re-look it up
 	guard    *originGuard
+	pages    atomic.Pointer[pageBook] // the pages its exits got, once one was judged (softblock.go)
 	// rule is the most specific WithOriginSettings pattern matching key, looked up once when the
 	// origin state is made; nil when none does.
 	rule *originRule
@@ -219,6 +224,8 @@ type originState struct {
 	spill originSpill
 	// traffic is the bytes its attempts moved (bytes.go).
 	traffic trafficCounter
+	// kin is what its bans taught about groups of exits, and the groups held (grouphold.go).
+	kin groupHolds
 }
 
 type pair struct {
@@ -248,6 +255,7 @@ func (pr *pair) StateChanged(t breaker.Transition) {
 		return
 	}
 	pr.noteEpisode(t)
+	pr.noteGroupBan(t)
 	if t.From == breaker.HalfOpen && t.To == breaker.Closed {
 		pr.origin.lat.startRamp(t.At, pr.id) // slow start (latency.go)
 	}
@@ -432,6 +440,9 @@ func (p *Pool) Sweep(now time.Time) {
 		}
 		o.mu.Unlock()
 		p.omu.Unlock()
+		if o.isDead() {
+			p.forgetHolds(o, now) // its groups' holds go with it; observers hear so (grouphold.go)
+		}
 	}
 	p.sessions.sweep(p.set.Load())
 }
