@@ -21,9 +21,9 @@ type choice struct {
 	tokenScope Scope
 }
 
-// choose picks a ready exit: from the tier spillFrom says, else the lowest that has one, by
-// sampling, then by scanning —
-// among the exits of view only, when the request has a Want (nil: every exit).
+// choose picks a ready exit: a due probe first, then by sampling, then by scanning, from the tier
+// spillFrom says, else the others in order — among the exits of view only, when the request has a
+// Want (nil: every exit).
 func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantView) choice {
 	set := p.set.Load()
 	var c choice
