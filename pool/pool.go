@@ -105,10 +105,9 @@ func New(opts ...Option) (*Pool, error) {
 		clock: c.clock, pairPol: pairPol, exitPol: exitPol, guard: guard,
 		dryRun: c.dryRun, inline: c.inlineSweep, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
 		rand: c.rand, origins: make(map[string]*originState), lazyPairs: pairPol.Settings().FailureRatio == 0,
-		concurrency: c.concurrency,
+		concurrency: c.concurrency, claimer: c.claimer,
 		gate:     c.gate,
 		limits:   c.limits,
-		claimer:  c.claimer,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
 	}
 	if p.groups, err = newGroupConfig(c.groups); err != nil {
