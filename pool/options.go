@@ -87,6 +87,7 @@ type config struct {
 	claimer        ProbeClaimer
 	rules          []*originRule // WithOriginSettings, in the order given
 	groups         GroupSettings
+	concurrency    *ConcurrencySettings // WithAdaptiveConcurrency; nil: no limits (limit.go)
 }
 
 func newConfig(opts []Option) (*config, error) {

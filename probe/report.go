@@ -39,6 +39,9 @@ type Report struct {
 
 	// Overall aggregates every probe.
 	Overall Stats `json:"overall"`
+	// Capacity is each origin's capacity as a pool would read it after meeting the run's answers
+	// (Capacities); nil unless the caller fills it in (cmd/proxyprobe does).
+	Capacity []pool.Capacity `json:"capacity,omitempty"`
 	// Results holds one entry per (exit, target), exit by exit, in the order of the Config.
 	Results []Result `json:"results"`
 	// Policy is the policy the verdicts were derived under, defaults filled in.

@@ -32,6 +32,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(ew, "recommendation: backoff %v initial, %v cap, %d retries; concurrency × %.2f\n\n",
 		b.Initial, b.Cap, b.MaxRetries, r.Recommendation.ConcurrencyFactor)
 
+	writeCapacity(ew, r.Capacity) // capacity.go
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	n := 0
 	flush := func() {
