@@ -43,6 +43,7 @@ func FuzzReadExits(f *testing.F) {
 	f.Add("bad:0:u:p\nbad:0:u:p\n", "10.0.0.1", uint32(3128), "u", "@", " tier=x")
 	f.Add("http://user:pw@h:1/path\n", "::1", uint32(8080), "user", "%zz", " oops")
 	f.Add("", "#comment", uint32(80), "user", "", "")
+	f.Add("direct tier=0 label=home\nDIRECT label=office country=us\ndirect://x\n", "direct", uint32(8080), "u", "p", " tier=1")
 	f.Fuzz(func(t *testing.T, head, host string, port uint32, user, mid, attrs string) {
 		host = fuzzReadExitsClean(host, ":@[]")
 		user = fuzzReadExitsClean(user, ":")

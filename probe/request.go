@@ -203,7 +203,7 @@ func (p *Prober) probe(ctx context.Context, s *slot, c cell) Result {
 func scrub(err error, e *pool.Exit) string {
 	msg := err.Error()
 	u := e.ProxyURL()
-	if u.User == nil {
+	if u == nil || u.User == nil { // a direct exit has no URL, hence no password
 		return msg
 	}
 	if pass, ok := u.User.Password(); ok && pass != "" {

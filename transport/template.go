@@ -45,6 +45,8 @@ func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, reso
 		return nil
 	}
 	switch e.Scheme() {
+	case pool.SchemeDirect:
+		directTransport(tr, template, counter) // direct.go
 	case pool.SchemeSOCKS5, pool.SchemeSOCKS5H:
 		tr.Proxy = nil
 		tr.DialContext = socksDialer(e, template, resolver, counter)
@@ -57,10 +59,10 @@ func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, reso
 
 // NewExitTransport returns a new *http.Transport that sends every request through e, built exactly
 // as a Transport builds the base transport of each exit: cloned from template (DefaultBaseTemplate()
-// when nil), its Proxy replaced by e (never ProxyFromEnvironment), a CONNECT answered other than 200
-// turned into a *ProxyConnectError carrying the proxy's status line and headers, and for
-// socks5/socks5h exits a dialer whose credential rejection DefaultClassifier recognises as
-// proxy_auth. resolver looks origin names up for socks5:// exits (net.DefaultResolver when nil).
+// when nil), its Proxy replaced by e (never ProxyFromEnvironment; nil for a direct exit, which
+// dials origins itself), a CONNECT answered other than 200 turned into a *ProxyConnectError
+// carrying the proxy's status line and headers, and for socks5/socks5h exits a dialer whose
+// credential rejection DefaultClassifier recognises as proxy_auth. resolver looks origin names up for socks5:// exits (net.DefaultResolver when nil).
 //
 // It is for tools that must reach an exit the way live traffic does, without the pool's breakers:
 // package probe builds its pre-dispatch probes on it, so that the probe and the transport classify

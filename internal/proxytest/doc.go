@@ -22,6 +22,11 @@
 // opens and then never carries a byte (HangAfterConnect), and added Latency. ClosedAddr gives an
 // address where nothing listens, for a proxy that refuses connections.
 //
+// Config.SourceAddr makes a proxy's upstream connections leave from a loopback address of its own
+// (127.0.0.2, 127.0.0.3, …), so an origin sees each proxy as its own client IP in r.RemoteAddr —
+// and can ban one, as a site bans an exit's IP — while a client with no proxy arrives from
+// 127.0.0.1.
+//
 // A Registry shared by several proxies and an origin lets the origin tell which proxy carried each
 // request: the proxy records both ends of every upstream connection it dials before it sends a byte
 // on it, and the origin looks up the request's connection (Registry.Lookup(r)).

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,6 +60,12 @@ type Config struct {
 	// Latency is waited before the proxy dials a target, for plain HTTP and CONNECT alike. Zero
 	// adds nothing; negative is an error. Close cuts a wait short.
 	Latency time.Duration
+
+	// SourceAddr, when set, is the IP address the proxy's upstream connections leave from: a
+	// loopback address such as "127.0.0.2", so that an origin on 127.0.0.1 sees this proxy's
+	// requests come from a client IP of their own (r.RemoteAddr), as a real exit's would. Empty:
+	// the kernel's choice (127.0.0.1 for a target on 127.0.0.1). Any other address is an error.
+	SourceAddr string
 }
 
 func (c Config) validate() error {
@@ -74,6 +82,10 @@ func (c Config) validate() error {
 		return errors.New("proxytest: config: negative Latency " + c.Latency.String())
 	case c.SOCKS5 && (len(c.User) > 255 || len(c.Pass) > 255):
 		return errors.New("proxytest: config: SOCKS5 User or Pass longer than 255 bytes")
+	case c.SourceAddr != "":
+		if ip, err := netip.ParseAddr(c.SourceAddr); err != nil || !ip.IsLoopback() || ip.Zone() != "" {
+			return errors.New("proxytest: config: SourceAddr " + strconv.Quote(c.SourceAddr) + ": want a loopback IP address such as 127.0.0.2")
+		}
 	}
 	return nil
 }

@@ -126,6 +126,10 @@ func loopbackTarget(host, port string) (string, bool) {
 // connection, all before the caller can write on it. The caller must untrack it when done.
 func (p *Proxy) dial(target string) (net.Conn, error) {
 	d := net.Dialer{Timeout: DialTimeout}
+	if p.cfg.SourceAddr != "" {
+		// validate checked it: a loopback IP address.
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(p.cfg.SourceAddr)}
+	}
 	up, err := d.DialContext(p.ctx, "tcp", target)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,9 @@
 //
 //	go run ./cmd/benchall -only sim -seeds 1 -strategies ours
 //
-// and the round-3 world alone, every seed and strategy: -only sim -worlds round-3.
+// and the round-3 world alone, every seed and strategy: -only sim -worlds round-3. -only spend runs
+// the spend world (issue 25: a datacenter and a residential tier priced per GB) and, with -write,
+// replaces its own section: go run ./cmd/benchall -only spend -write.
 package main
 
 import (
@@ -29,7 +31,7 @@ func main() {
 	out := flag.String("out", "RESULTS.md", "where to write the results")
 	chart := flag.String("chart", "chart.svg", "where to write the chart")
 	rounds := flag.Int("rounds", 5, "rounds of the overhead benchmarks")
-	only := flag.String("only", "", `"sim": run only the simulation, "measures": only the measurements on real time; print their sections to stdout (see -write)`)
+	only := flag.String("only", "", `"sim": run only the simulation, "spend": only the spend world, "measures": only the measurements on real time; print their sections to stdout (see -write)`)
 	write := flag.Bool("write", false, "with -only: replace those sections of -out (and, for sim, rewrite -chart) instead of printing")
 	var cfg simConfig
 	flag.StringVar(&cfg.seeds, "seeds", "1,2,3,4,5", "round-2 and round-3 world seeds, comma-separated")
@@ -51,8 +53,13 @@ func main() {
 			log.Fatal(err)
 		}
 		return
+	case "spend":
+		if err := onlySpend(cfg, *write, *out); err != nil { // spendreport.go
+			log.Fatal(err)
+		}
+		return
 	default:
-		log.Fatalf("-only %q: want sim or measures", *only)
+		log.Fatalf("-only %q: want sim, spend or measures", *only)
 	}
 	start := time.Now()
 	var b strings.Builder
@@ -69,6 +76,11 @@ func main() {
 	if err := os.WriteFile(*chart, []byte(svg(res.chart())), 0o644); err != nil {
 		log.Fatal(err)
 	}
+	spend, err := runSpend(cfg) // spendreport.go
+	if err != nil {
+		log.Fatal(err)
+	}
+	writeSpend(p, spend)
 	writeMeasures(p, *rounds)
 	p("\nTotal time of this run: %v.\n", time.Since(start).Round(time.Second))
 	b.WriteString(keptFleetOf(*out))
