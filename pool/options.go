@@ -84,6 +84,7 @@ type config struct {
 	limits      bool // WithRateLimits was given
 	claimer     ProbeClaimer
 	rules       []*originRule // WithOriginSettings, in the order given
+	spend       spendBook     // WithTierCost, WithTierBudget, WithBudgetSource (cost.go, budget.go)
 }
 
 func newConfig(opts []Option) (*config, error) {

@@ -19,6 +19,10 @@ type choice struct {
 	probeAt    time.Time
 	tokenAt    time.Time
 	tokenScope Scope
+	// budget, when set, is a spent budget of a tier that had candidates (budget.go), the one
+	// that renews soonest, at budgetRenews.
+	budget       *tierBudget
+	budgetRenews time.Time
 }
 
 // choose picks a ready exit: from the lowest tier that has one, by sampling, then by scanning —
@@ -37,6 +41,9 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantVi
 		for gi := range set.groups {
 			g := &set.groups[gi]
 			sub := view.group(gi, g)
+			if p.spend.budgets != nil && p.tierSpent(now, g, sub, &c) {
+				continue // escalate: the tier has spent its budget
+			}
 			if es, id := p.sample(g, sub, now, o, avoid); es != nil {
 				return choice{exit: es, id: id}
 			}
