@@ -92,6 +92,9 @@ type ExitRow struct {
 	// Bytes is what the exit carried to and from its proxy since it joined the pool
 	// (pool.ExitStatus.Bytes).
 	Bytes pool.Traffic `json:"bytes"`
+	// Spend is what those bytes and the exit's attempts cost, in the pool's cost unit
+	// (pool.ExitStatus.Spend); 0 for an exit without prices.
+	Spend float64 `json:"spend"`
 }
 
 // PairRow is one (exit, origin) breaker. ExitParked marks pairs whose exit is parked: the pair's own
@@ -167,7 +170,7 @@ func build(s pool.Snapshot, l layout) Table {
 	exitAt := make(map[string]int, len(s.Exits))
 	for _, e := range s.Exits {
 		exitAt[e.Exit] = len(t.Exits)
-		t.Exits = append(t.Exits, ExitRow{Exit: e.Exit, Tier: e.Tier, Weight: e.Weight, InFlight: e.InFlight, Bytes: e.Bytes,
+		t.Exits = append(t.Exits, ExitRow{Exit: e.Exit, Tier: e.Tier, Weight: e.Weight, InFlight: e.InFlight, Bytes: e.Bytes, Spend: e.Spend,
 			Breaker: view(e.Breaker, s.At), Display: name(e.Exit)})
 	}
 	origins := map[string]bool{}
