@@ -148,3 +148,21 @@ func TestBudgetSessionMoves(t *testing.T) {
 		t.Errorf("session's 4th pick went through %s, want dear", last)
 	}
 }
+
+// TestBudgetPickDoesNotAllocate: with prices and a budget, a pick and its report (spend counted,
+// budget charged) allocate nothing, as without them.
+func TestBudgetPickDoesNotAllocate(t *testing.T) {
+	p, clk, _ := newBudgetPool(t, pool.WithTierBudget(1, pool.Budget{Bytes: 1 << 60, Period: time.Hour}))
+	p.AddTraffic(p.Exits()[0], "a.example", pool.Traffic{Sent: 1}) // the traffic tables' first chunk
+	req := pool.Request{Origin: "a.example"}
+	n := testing.AllocsPerRun(200, func() {
+		l, err := p.PickAt(context.Background(), clk.Now(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.ReportTrafficAt(clk.Now(), okVerdict, pool.Traffic{Sent: 100, Received: 1000})
+	})
+	if n != 0 {
+		t.Errorf("Pick and ReportTrafficAt with a budget: %v allocations, want 0", n)
+	}
+}
