@@ -2,6 +2,7 @@ package statuspage_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -23,16 +24,7 @@ func TestExitsShowSpend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := html.Parse(strings.NewReader(get(t, h, "/")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells := map[string][]string{}
-	for tr := range find(doc, func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-exit") != "" && inSection(n, "exits") }) {
-		for td := range find(tr, func(n *html.Node) bool { return n.Data == "td" }) {
-			cells[attr(tr, "data-exit")] = append(cells[attr(tr, "data-exit")], textOf(td)+"|"+attr(td, "title"))
-		}
-	}
+	cells := exitCells(t, h)
 	for exit, want := range map[string]string{"priced": "0.0123|0.012345", "dear": "1234.57|1234.5678", "free": "–|0"} {
 		got := cells[exit]
 		if len(got) < 3 || got[len(got)-3] != want {
@@ -50,4 +42,20 @@ func TestExitsShowSpend(t *testing.T) {
 			}
 		}
 	}
+}
+
+// exitCells returns the cells of each exit's row in h's exits table, by exit, as "text|title".
+func exitCells(t *testing.T, h http.Handler) map[string][]string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(get(t, h, "/")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := map[string][]string{}
+	for tr := range find(doc, func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-exit") != "" && inSection(n, "exits") }) {
+		for td := range find(tr, func(n *html.Node) bool { return n.Data == "td" }) {
+			cells[attr(tr, "data-exit")] = append(cells[attr(tr, "data-exit")], textOf(td)+"|"+attr(td, "title"))
+		}
+	}
+	return cells
 }
