@@ -84,7 +84,8 @@ type config struct {
 	limits      bool // WithRateLimits was given
 	claimer     ProbeClaimer
 	rules       []*originRule // WithOriginSettings, in the order given
-	spend       spendBook     // WithTierCost, WithTierBudget, WithBudgetSource (cost.go, budget.go)
+	groups      GroupSettings
+	spend       spendBook // WithTierCost, WithTierBudget, WithBudgetSource (cost.go, budget.go)
 }
 
 func newConfig(opts []Option) (*config, error) {

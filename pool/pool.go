@@ -37,6 +37,7 @@ type Pool struct {
 	tiers     bool
 	idleTTL   time.Duration
 	rand      func() uint64
+	groups    GroupSettings // group.go
 
 	mu     sync.Mutex // serialises exit-set changes
 	set    atomic.Pointer[exitSet]
@@ -111,6 +112,9 @@ func New(opts ...Option) (*Pool, error) {
 		claimer:  c.claimer,
 		spend:    c.spend,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
+	}
+	if p.groups, err = newGroupConfig(c.groups); err != nil {
+		return nil, err
 	}
 	p.exitEpoch.Store(1) // a ticket's exitEpoch 0 says "not admitted lazily"
 	p.pairRaw, p.exitRaw = c.pair, c.exit
@@ -217,6 +221,8 @@ type originState struct {
 	load originLoad
 	// traffic is the bytes its attempts moved (bytes.go).
 	traffic trafficCounter
+	// kin is what its bans taught about groups of exits, and the groups held (grouphold.go).
+	kin groupHolds
 }
 
 type pair struct {
@@ -246,6 +252,7 @@ func (pr *pair) StateChanged(t breaker.Transition) {
 		return
 	}
 	pr.noteEpisode(t)
+	pr.noteGroupBan(t)
 	if t.From == breaker.HalfOpen && t.To == breaker.Closed {
 		pr.origin.lat.startRamp(t.At, pr.id) // slow start (latency.go)
 	}
@@ -429,6 +436,9 @@ func (p *Pool) Sweep(now time.Time) {
 		}
 		o.mu.Unlock()
 		p.omu.Unlock()
+		if o.isDead() {
+			p.forgetHolds(o, now) // its groups' holds go with it; observers hear so (grouphold.go)
+		}
 	}
 	p.sessions.sweep(p.set.Load())
 }

@@ -19,6 +19,8 @@ type Snapshot struct {
 	// (an origin the idle sweep forgets takes its total with it), sorted by origin; origins that
 	// moved nothing are left out.
 	Traffic []OriginTraffic `json:"traffic,omitempty"`
+	// Groups are the groups of exits held for an origin (group.go), by origin and group.
+	Groups []GroupHold `json:"groups,omitempty"`
 	// Budgets is what is left of each tier budget (WithTierBudget) in its current period, by
 	// tier and name.
 	Budgets []BudgetStatus `json:"budgets,omitempty"`
@@ -98,5 +100,6 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 	s.Budgets = p.budgetStatus(now)
 	slices.SortFunc(s.Budgets, func(a, b BudgetStatus) int { return cmp.Or(cmp.Compare(a.Tier, b.Tier), cmp.Compare(a.Name, b.Name)) })
 	slices.SortFunc(s.Traffic, func(a, b OriginTraffic) int { return cmp.Compare(a.Origin, b.Origin) })
+	s.Groups = p.groupHoldsAt(now)
 	return s
 }
