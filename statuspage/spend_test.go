@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 
@@ -58,4 +59,34 @@ func exitCells(t *testing.T, h http.Handler) map[string][]string {
 		}
 	}
 	return cells
+}
+
+// TestBudgetsShown: the pool's tier budgets appear on the page, a spent one marked open, and in
+// the JSON.
+func TestBudgetsShown(t *testing.T) {
+	renews := t0.Add(time.Hour)
+	snap := pool.Snapshot{At: t0, Exits: []pool.ExitStatus{{Exit: "x", Weight: 1}}, Budgets: []pool.BudgetStatus{
+		{Tier: 1, Name: "tier-1-spend-1h0m0s", Spend: 50, Left: 0, Renews: renews},
+		{Tier: 1, Name: "tier-1-bytes-1h0m0s", Bytes: 1 << 20, Left: 4096, Renews: renews},
+	}}
+	h, err := statuspage.New(fixed(snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := get(t, h, "/")
+	for _, want := range []string{
+		`<tr class="open" data-budget="tier-1-spend-1h0m0s"><td class="num">1</td><td>tier-1-spend-1h0m0s</td><td class="num">50</td><td class="num">0.0000</td>`,
+		`<tr class="closed" data-budget="tier-1-bytes-1h0m0s"><td class="num">1</td><td>tier-1-bytes-1h0m0s</td><td class="num">1.0 MiB</td><td class="num">4096 B</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	var tab statuspage.Table
+	if err := json.Unmarshal([]byte(get(t, h, "/?format=json")), &tab); err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Budgets) != 2 || tab.Budgets[0].Name != "tier-1-spend-1h0m0s" || !tab.Budgets[1].Renews.Equal(renews) {
+		t.Errorf("JSON budgets = %+v, want the snapshot's two", tab.Budgets)
+	}
 }

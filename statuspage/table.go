@@ -35,6 +35,9 @@ type Table struct {
 	// Groups are the groups of exits held for an origin (pool.GroupHold: several members banned
 	// there, the others held to one attempt at a time until one is served).
 	Groups []pool.GroupHold `json:"groups"`
+	// Budgets are the pool's tier budgets and what is left of each in its current period
+	// (pool.BudgetStatus; README, Cost and budgets); absent when the pool has none.
+	Budgets []pool.BudgetStatus `json:"budgets,omitempty"`
 }
 
 // Summary counts what the table holds, before any row limit. The exit counts add up:
@@ -159,6 +162,7 @@ func build(s pool.Snapshot, l layout) Table {
 	t := Table{At: s.At, Exits: []ExitRow{}, Pairs: []PairRow{}, Origins: []OriginRow{}, Actions: []Action{},
 		Hints: map[string]string{}, Groups: []pool.GroupHold{}} // [] and {} in JSON, not null
 	t.Groups = append(t.Groups, s.Groups...)
+	t.Budgets = s.Budgets
 	labels := make([]string, 0, len(s.Exits))
 	for _, e := range s.Exits {
 		labels = append(labels, e.Exit)
