@@ -175,7 +175,8 @@ func (p *Pool) spentBudget(now time.Time, tier int) (*tierBudget, time.Time) {
 		if left > 0 {
 			continue
 		}
-		if n, _ := tb.src.Budget().PeriodAt(now); tb.announced.Swap(n) != n {
+		// Read before writing: every pick that finds the budget spent passes here.
+		if n, _ := tb.src.Budget().PeriodAt(now); tb.announced.Load() != n && tb.announced.Swap(n) != n {
 			p.obs.budgetSpent(BudgetEvent{Tier: tb.tier, Budget: tb.b, Name: tb.name, At: now, Renews: renews})
 		}
 		return tb, renews
