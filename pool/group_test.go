@@ -370,3 +370,74 @@ func TestGroupHoldForgottenBySweep(t *testing.T) {
 	a.Release()
 	b.Release()
 }
+
+// TestGroupHoldBoundsConcurrentAttempts: with every other exit banned, eight concurrent picks
+// (none reported yet) put eight attempts on the group's two unbanned members without groups, and
+// one with them: the spreading ban costs one attempt at a time.
+func TestGroupHoldBoundsConcurrentAttempts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    pool.GroupSettings
+		want int
+	}{
+		{"groups off", pool.GroupSettings{Disabled: true}, 8},
+		{"groups on", pool.GroupSettings{MinBans: 2}, 1},
+	} {
+		p, clk := newGroupPool(t, pool.WithGroups(tc.s))
+		for i, l := range []string{"s0", "s1", "o0", "o1"} {
+			ban(t, p, clk, time.Duration(i)*time.Second, l)
+		}
+		var out []pool.Lease
+		for range 8 {
+			l, err := p.PickAt(context.Background(), clk.Now(), pool.Request{Origin: groupOrigin})
+			if err == nil {
+				out = append(out, l)
+			}
+		}
+		if len(out) != tc.want {
+			t.Errorf("%s: %d of 8 concurrent picks admitted through s2 and s3, want %d", tc.name, len(out), tc.want)
+		}
+		for _, l := range out {
+			l.ReportAt(clk.Now(), challenge)
+		}
+	}
+}
+
+// TestGroupHoldMovesSession: a sticky session on a held member whose group's attempt is out
+// moves to a ready exit rather than waiting on the hold.
+func TestGroupHoldMovesSession(t *testing.T) {
+	p, clk := newGroupPool(t)
+	ctx := context.Background()
+	// s0 and s1 banned: s2 and s3 held. o0 and o1 out by hand: only held members are left.
+	ban(t, p, clk, 0, "s0")
+	ban(t, p, clk, time.Second, "s1")
+	if err := p.Ban("o0", groupOrigin, time.Hour, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Ban("o1", groupOrigin, time.Hour, "test"); err != nil {
+		t.Fatal(err)
+	}
+	first, err := p.PickAt(ctx, clk.Now(), pool.Request{Origin: groupOrigin, Session: "u", Exit: "s2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Release()
+	sess, err := p.PickAt(ctx, clk.Now(), pool.Request{Origin: groupOrigin, Session: "u"})
+	if err != nil || sess.Exit().Label() != "s2" {
+		t.Fatalf("session pick = %v, %v; want s2 (its pin, the group's probe slot free)", sess.Exit(), err)
+	}
+	// s2's attempt holds the group's slot: a second pick of the session goes to s3 ... which is
+	// held too, so it is refused rather than sent through the group twice.
+	if l, err := p.PickAt(ctx, clk.Now(), pool.Request{Origin: groupOrigin, Session: "u"}); err == nil {
+		t.Errorf("second session pick while the group's attempt is out went through %s, want a refusal", l.Exit().Label())
+	}
+	if err := p.Release("o0", groupOrigin); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := p.PickAt(ctx, clk.Now(), pool.Request{Origin: groupOrigin, Session: "u"})
+	if err != nil || moved.Exit().Label() != "o0" {
+		t.Fatalf("session pick with o0 back = %v, %v; want o0", moved.Exit(), err)
+	}
+	moved.ReportAt(clk.Now(), pageVerdict)
+	sess.ReportAt(clk.Now(), pageVerdict)
+}

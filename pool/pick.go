@@ -256,7 +256,8 @@ func untilPositive(t, now time.Time) time.Duration {
 
 // sticks reports whether a session pinned to es may keep using it: both breakers CLOSED.
 func (p *Pool) sticks(now time.Time, o *originState, es *exitState) bool {
-	if p.gone.get(es.id) || es.wide.State(now) != breaker.Closed || o.kin.heldOff(now, es.id, p.probeLease) || p.tierBudgetSpent(now, es) {
+	if p.gone.get(es.id) || es.wide.State(now) != breaker.Closed || (!p.dryRun && o.kin.heldOff(now, es.id, p.probeLease)) ||
+		p.tierBudgetSpent(now, es) {
 		return false
 	}
 	pr := o.lookupPair(es.id)

@@ -199,6 +199,7 @@ type originState struct {
 	bucket   *ratelimit.Bucket // the origin's own bucket, across all exits; nil if not limited
 	dead     atomic.Bool       // dropped from the pool's table by a sweep; re-look it up
 	guard    *originGuard
+	pages    atomic.Pointer[pageBook] // the pages its exits got, once one was judged (softblock.go)
 	// rule is the most specific WithOriginSettings pattern matching key, looked up once when the
 	// origin state is made; nil when none does.
 	rule *originRule

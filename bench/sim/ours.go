@@ -86,7 +86,7 @@ func (r *poolRouter) Route(w int, q Request) error {
 		return nil
 	}
 	now := r.env.Clock.Now()
-	lease.ReportAt(now, Verdict(res, now))
+	lease.ReportAt(now, judgePage(&lease, res, now, Verdict(res, now))) // a 200 page: as a Transport judges it (softblock.go)
 	return nil
 }
 
