@@ -88,6 +88,7 @@ type config struct {
 	rules          []*originRule // WithOriginSettings, in the order given
 	groups         GroupSettings
 	concurrency    *ConcurrencySettings // WithAdaptiveConcurrency; nil: no limits (limit.go)
+	spend          spendBook            // WithTierCost, WithTierBudget, WithBudgetSource (cost.go, budget.go)
 }
 
 func newConfig(opts []Option) (*config, error) {

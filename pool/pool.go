@@ -62,6 +62,7 @@ type Pool struct {
 	forgotten bitTable      // removed exits whose state is forgotten for good (lifeForgotten)
 	inflight  counterTable
 	traffic   trafficTable // bytes moved, per exit id (bytes.go)
+	spend     spendBook    // prices and budgets (cost.go, budget.go)
 	// lazyPairs: a pair gets a breaker only when it first fails (see finish). Successes of a pair
 	// with no breaker need no counting unless the failure-ratio condition is on, and it needs no
 	// bucket unless every pair is rate-limited.
@@ -105,6 +106,9 @@ func New(opts ...Option) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.spend.build(c.ignoreTiers); err != nil {
+		return nil, err
+	}
 	p := &Pool{
 		clock: c.clock, pairPol: pairPol, exitPol: exitPol, guard: guard,
 		dryRun: c.dryRun, inline: c.inlineSweep, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
@@ -112,6 +116,7 @@ func New(opts ...Option) (*Pool, error) {
 		concurrency: c.concurrency, claimer: c.claimer,
 		gate:     c.gate,
 		limits:   c.limits,
+		spend:    c.spend,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]pinned)},
 	}
 	if p.groups, err = newGroupConfig(c.groups); err != nil {

@@ -19,6 +19,10 @@ type choice struct {
 	probeAt    time.Time
 	tokenAt    time.Time
 	tokenScope Scope
+	// budget, when set, is a spent budget of a tier that had candidates (budget.go), the one
+	// that renews soonest, at budgetRenews.
+	budget       *tierBudget
+	budgetRenews time.Time
 }
 
 // choose picks a ready exit: a due probe first, then by sampling, then by scanning, from the tier
@@ -40,6 +44,9 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantVi
 			gi := spillOrder(k, start)
 			g := &set.groups[gi]
 			sub := view.group(gi, g)
+			if p.spend.budgets != nil && p.tierSpent(now, g, sub, &c) {
+				continue // escalate: the tier has spent its budget
+			}
 			if es, id := p.dueProbe(now, o, set, gi, sub, avoid); es != nil {
 				return choice{exit: es, id: id} // a probe due first goes first (due.go)
 			}
