@@ -40,15 +40,18 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantVi
 			avoid = nil // only exits that already failed this request are left: use them
 		}
 		start := p.spillFrom(now, o, set) // the tier to try first: spill.go
+		if es, id := p.dueProbe(now, o, set, view, start, avoid, &c); es != nil {
+			return choice{exit: es, id: id} // a probe due first goes first (due.go)
+		}
+		if es, id := p.probeBelow(now, o, set, view, start, avoid, &c); es != nil {
+			return choice{exit: es, id: id} // a tier passed by for want of health still probes
+		}
 		for k := range set.groups {
 			gi := spillOrder(k, start)
 			g := &set.groups[gi]
 			sub := view.group(gi, g)
 			if p.spend.budgets != nil && p.tierSpent(now, g, sub, &c) {
 				continue // escalate: the tier has spent its budget
-			}
-			if es, id := p.dueProbe(now, o, set, gi, sub, avoid); es != nil {
-				return choice{exit: es, id: id} // a probe due first goes first (due.go)
 			}
 			if es, id := p.sample(g, sub, now, o, avoid); es != nil {
 				return choice{exit: es, id: id}
