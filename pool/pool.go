@@ -69,6 +69,8 @@ type Pool struct {
 	limits  bool            // WithRateLimits was given: 429s without Retry-After cut paces too (AIMD)
 	claimer ProbeClaimer    // nil: probes are this pool's alone
 
+	mix servedMix // whether several origins are served lately (goodput.go)
+
 	lastSweep atomic.Int64
 	sweeping  atomic.Bool
 	sweeps    sync.WaitGroup
