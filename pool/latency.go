@@ -313,6 +313,11 @@ func (p *Pool) prefer(now time.Time, o *originState, a, b candidate) bool {
 	return cb < ca
 }
 
+// cost is what LeastLoaded compares for exit id at o at now: expected latency × (in flight + 1).
+func (p *Pool) cost(now time.Time, o *originState, id uint32) float64 {
+	return o.lat.estimate(now, id, o.lat.typicalSeconds()) * float64(o.load.get(id)+1)
+}
+
 // passOver reports whether a pick passes over exit id for o while another may be ready: its
 // pair is slow — unless its breakers are out of CLOSED, when the attempt is a probe, which says
 // whether a ban or a rest is over and must not wait behind faster exits.

@@ -229,8 +229,8 @@ type candidate struct {
 }
 
 // scan visits every exit of sub (of g) from a random start and picks a ready one at random (by
-// weight) into c.exit — one the origin does not track as slow, if any is ready; when there is
-// none it keeps in c the soonest instants a breaker or a token may make one ready. A slow one is
+// weight) into c.exit — one the origin does not track as slow, if any is ready, else the slow one
+// of the lowest cost (latency.go); when there is none it keeps in c the soonest instants a breaker or a token may make one ready. A slow one is
 // taken only when the worker is not better off refused (holdsSlow) and no other exit's token
 // comes sooner than its answer would.
 func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, avoid *Retries, failFast bool, c *choice) {
@@ -240,13 +240,14 @@ func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, av
 	}
 	start := int(p.rand() % uint64(n))
 	tracking := o.lat.tracking()
-	var fast, slow reservoir
+	var fast reservoir
+	var slow cheapest
 	for k := range n {
 		i := sub.index((start + k) % n)
 		ok, at, scope := p.ready(now, o, g, i, avoid)
 		switch {
 		case ok && tracking && p.passOver(now, o, g.id(i)):
-			slow.offer(p, g.exits[i], g.id(i))
+			slow.offer(p.cost(now, o, g.id(i)), g.exits[i], g.id(i))
 		case ok:
 			fast.offer(p, g.exits[i], g.id(i))
 		case at.IsZero():
@@ -266,6 +267,21 @@ func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, av
 		if c.tokenAt.IsZero() || wait >= o.lat.estimate(now, slow.id, o.lat.typicalSeconds()) {
 			c.exit, c.id = slow.es, slow.id
 		}
+	}
+}
+
+// cheapest keeps the exit of the lowest cost offered to it (the first of equals): among slow
+// exits, the one whose answer holds a worker the least — a 1.5 s exit is not drawn as often as
+// one a single noisy answer made slow.
+type cheapest struct {
+	cost float64
+	es   *exitState
+	id   uint32
+}
+
+func (c *cheapest) offer(cost float64, es *exitState, id uint32) {
+	if c.es == nil || cost < c.cost {
+		c.cost, c.es, c.id = cost, es, id
 	}
 }
 
