@@ -19,7 +19,10 @@
 // origins, so a flaky exit that spreads its failures thinly is still taken out. Each origin has a
 // guard: when most of the exits that recently tried it fail it (at least three), the origin is the
 // problem, picks for it fail fast with an *OriginUnhealthyError, and pair breakers do not count
-// the episode against the exits.
+// the episode against the exits. One level below, exits that share a fate form groups (a group=
+// attribute, or IPv4 literals in one /24): when several members are banned by one origin within a
+// short window (GroupSettings), the others are held there to one attempt at a time until one is
+// served, so a ban spreading across a subnet costs one attempt at a time, not one per member.
 //
 // Settings layer, field by field: the pool's (WithPairSettings, WithExitSettings), an exit's own
 // (Exit.WithPairSettings, Exit.WithExitSettings, or failures=, cooldown=, … in a proxy list), and
@@ -35,6 +38,9 @@
 // 429s and challenge pages (ClassRateLimited, ClassBlocked) also slow the pair's pace when rate
 // limits are on. A Suspect success — a plain 403 — is judged at Report time: by default a block of
 // the pair when the origin is serving other exits meanwhile, else the site's answer (SuspectPolicy).
+// A 2xx page judged with Lease.JudgePageAt (package transport judges every 2xx HTML page) is, the
+// same way, a block of the pair when it deviates from the pages other exits get meanwhile: smaller,
+// without the caller's marker, or titled otherwise (Page, softblock.go).
 //
 // # Leases and generations
 //

@@ -61,6 +61,8 @@ type exitSet struct {
 	// anyEager and anyBucket say whether some exit is eager or has a token bucket: when none is,
 	// a pick need not load the exit it chose to find out.
 	anyEager, anyBucket bool
+	// kin is the set's groups of exits (group.go); nil when no two exits share one.
+	kin *kinship
 	// views holds the set's index for each Want a pick met (*Want → *wantView; wantview.go).
 	views sync.Map
 }
@@ -336,6 +338,7 @@ func (p *Pool) buildSet(all []*exitState) *exitSet {
 		s.groups = append(s.groups, g)
 	}
 	slices.SortFunc(s.groups, func(a, b tierGroup) int { return cmp.Compare(a.tier, b.tier) })
+	s.kin = p.buildKinship(all)
 	s.where = make(map[uint32]exitPos, len(all))
 	for gi, g := range s.groups {
 		for i, id := range g.ids {

@@ -48,6 +48,8 @@ type Lease struct {
 	done   bool
 	judged bool   // JudgeAt judged the verdict: the report does not judge it again
 	path   uint16 // PathOf the attempt's request path (SetPath); 0: unknown
+	// groupProbe: the lease holds its exit's group's probe slot for the origin (grouphold.go).
+	groupProbe bool
 }
 
 // SetPath tells the lease which path its attempt asks for (PathOf of it is kept, no allocation),
@@ -129,6 +131,7 @@ func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
 		l.t.retries.avoidExit(l.t.exit.exit)
 	}
 	pair, exit := l.p.finish(now, &l.t, v, l.path)
+	l.p.groupsHear(&l.t, v.Outcome == Success, l.groupProbe)
 	return Reported{PairState: pair, ExitState: exit, Verdict: v}
 }
 
@@ -163,4 +166,5 @@ func (l *Lease) ReleaseAt(now time.Time) {
 	}
 	l.done = true
 	l.p.release(now, &l.t)
+	l.p.groupsHear(&l.t, false, l.groupProbe)
 }

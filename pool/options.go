@@ -84,6 +84,7 @@ type config struct {
 	limits      bool // WithRateLimits was given
 	claimer     ProbeClaimer
 	rules       []*originRule // WithOriginSettings, in the order given
+	groups      GroupSettings
 }
 
 func newConfig(opts []Option) (*config, error) {

@@ -27,7 +27,11 @@ func (p *Pool) Pick(ctx context.Context, r Request) (Lease, error) {
 // ctx is only used to bound waits and is handed to observers; Pick does not keep it.
 func (p *Pool) PickAt(ctx context.Context, now time.Time, r Request) (Lease, error) {
 	l := Lease{p: p} // the ticket is filled in place: it is large, and picking copies nothing
-	if err := p.pick(ctx, now, r, &l.t); err != nil {
+	err := p.pick(ctx, now, r, &l.t)
+	if err == nil {
+		err = p.holdPick(ctx, now, r, &l) // its exit's group is held for the origin (grouphold.go)
+	}
+	if err != nil {
 		p.obs.refused(ctx, r.Origin, err)
 		return Lease{}, err
 	}
@@ -244,7 +248,7 @@ func untilPositive(t, now time.Time) time.Duration {
 
 // sticks reports whether a session pinned to es may keep using it: both breakers CLOSED.
 func (p *Pool) sticks(now time.Time, o *originState, es *exitState) bool {
-	if p.gone.get(es.id) || es.wide.State(now) != breaker.Closed {
+	if p.gone.get(es.id) || es.wide.State(now) != breaker.Closed || (!p.dryRun && o.kin.heldOff(now, es.id, p.probeLease)) {
 		return false
 	}
 	pr := o.lookupPair(es.id)

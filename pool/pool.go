@@ -37,6 +37,7 @@ type Pool struct {
 	tiers     bool
 	idleTTL   time.Duration
 	rand      func() uint64
+	groups    GroupSettings // group.go
 
 	mu     sync.Mutex // serialises exit-set changes
 	set    atomic.Pointer[exitSet]
@@ -108,6 +109,9 @@ func New(opts ...Option) (*Pool, error) {
 		limits:   c.limits,
 		claimer:  c.claimer,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
+	}
+	if p.groups, err = newGroupConfig(c.groups); err != nil {
+		return nil, err
 	}
 	p.exitEpoch.Store(1) // a ticket's exitEpoch 0 says "not admitted lazily"
 	p.pairRaw, p.exitRaw = c.pair, c.exit
@@ -192,6 +196,7 @@ type originState struct {
 	bucket   *ratelimit.Bucket // the origin's own bucket, across all exits; nil if not limited
 	dead     atomic.Bool       // dropped from the pool's table by a sweep; re-look it up
 	guard    *originGuard
+	pages    atomic.Pointer[pageBook] // the pages its exits got, once one was judged (softblock.go)
 	// rule is the most specific WithOriginSettings pattern matching key, looked up once when the
 	// origin state is made; nil when none does.
 	rule *originRule
@@ -214,6 +219,8 @@ type originState struct {
 	load originLoad
 	// traffic is the bytes its attempts moved (bytes.go).
 	traffic trafficCounter
+	// kin is what its bans taught about groups of exits, and the groups held (grouphold.go).
+	kin groupHolds
 }
 
 type pair struct {
@@ -243,6 +250,7 @@ func (pr *pair) StateChanged(t breaker.Transition) {
 		return
 	}
 	pr.noteEpisode(t)
+	pr.noteGroupBan(t)
 	if t.From == breaker.HalfOpen && t.To == breaker.Closed {
 		pr.origin.lat.startRamp(t.At, pr.id) // slow start (latency.go)
 	}
@@ -426,6 +434,9 @@ func (p *Pool) Sweep(now time.Time) {
 		}
 		o.mu.Unlock()
 		p.omu.Unlock()
+		if o.isDead() {
+			p.forgetHolds(o, now) // its groups' holds go with it; observers hear so (grouphold.go)
+		}
 	}
 	p.sessions.sweep(p.set.Load())
 }

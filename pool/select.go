@@ -68,6 +68,9 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 	if avoid != nil && avoid.Avoids(g.exits[i].exit) {
 		return false, time.Time{}
 	}
+	if !p.dryRun && o.kin.heldOff(now, id, p.probeLease) {
+		return false, time.Time{} // its group is held for o, and its probe is out (grouphold.go)
+	}
 	if p.dryRun || (!p.exitOpen.get(id) && !o.open.get(id)) {
 		return true, time.Time{}
 	}

@@ -19,6 +19,8 @@ type Snapshot struct {
 	// (an origin the idle sweep forgets takes its total with it), sorted by origin; origins that
 	// moved nothing are left out.
 	Traffic []OriginTraffic `json:"traffic,omitempty"`
+	// Groups are the groups of exits held for an origin (group.go), by origin and group.
+	Groups []GroupHold `json:"groups,omitempty"`
 }
 
 // ExitStatus is one exit's own breaker.
@@ -91,5 +93,6 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 	})
 	slices.SortFunc(s.Origins, func(a, b OriginStatus) int { return cmp.Compare(a.Origin, b.Origin) })
 	slices.SortFunc(s.Traffic, func(a, b OriginTraffic) int { return cmp.Compare(a.Origin, b.Origin) })
+	s.Groups = p.groupHoldsAt(now)
 	return s
 }

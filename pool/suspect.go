@@ -3,8 +3,6 @@ package pool
 import (
 	"fmt"
 	"time"
-
-	"github.com/proxybreaker/proxybreaker/breaker"
 )
 
 // SuspectPolicy is what a Suspect answer (Verdict.Suspect: a plain 403) from an origin means. Set
@@ -76,7 +74,7 @@ func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict, path uint16) Ve
 	default:
 		// A probe of a pair that is out for a ban meets the ban going on: it follows the answers
 		// that tripped the pair.
-		banned := t.pair != nil && t.pairState != breaker.Closed && t.pair.episode.Load() != 0
+		banned := t.probingBan()
 		if !g.evidenceOfBlock(now, t.id, banned, path) {
 			return v
 		}

@@ -32,6 +32,9 @@ type Table struct {
 	Hints map[string]string `json:"hints"`
 	// Grid is the exit × origin grid, bounded in rows and columns.
 	Grid Grid `json:"grid"`
+	// Groups are the groups of exits held for an origin (pool.GroupHold: several members banned
+	// there, the others held to one attempt at a time until one is served).
+	Groups []pool.GroupHold `json:"groups"`
 }
 
 // Summary counts what the table holds, before any row limit. The exit counts add up:
@@ -151,7 +154,8 @@ func BuildTable(s pool.Snapshot, maxPairs int) Table {
 
 func build(s pool.Snapshot, l layout) Table {
 	t := Table{At: s.At, Exits: []ExitRow{}, Pairs: []PairRow{}, Origins: []OriginRow{}, Actions: []Action{},
-		Hints: map[string]string{}} // [] and {} in JSON, not null
+		Hints: map[string]string{}, Groups: []pool.GroupHold{}} // [] and {} in JSON, not null
+	t.Groups = append(t.Groups, s.Groups...)
 	labels := make([]string, 0, len(s.Exits))
 	for _, e := range s.Exits {
 		labels = append(labels, e.Exit)

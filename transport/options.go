@@ -62,6 +62,7 @@ type config struct {
 	resolver      *net.Resolver
 	middleware    []Middleware
 	exitMW        []ExitMiddleware
+	pages         PageLooks // pagelook.go
 }
 
 func newConfig(opts []Option) (*config, error) {

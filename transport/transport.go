@@ -37,6 +37,7 @@ type Transport struct {
 	traces        chan *connTrace // attempts' httptrace hooks, for the next attempts (traffic.go)
 	obs           observers
 	exitMW        []ExitMiddleware
+	pages         *PageLooks        // nil: 2xx pages are not judged (pagelook.go)
 	handler       http.RoundTripper // the per-request chain around roundTrip
 	exits         sync.Map          // *pool.Exit → *exitChain
 	unobserve     []func()
@@ -81,6 +82,9 @@ func New(p *pool.Pool, opts ...Option) (*Transport, error) {
 		originKey: c.originKey, headerTimeout: c.headerTimeout, pace: c.bodyPace, clock: p.Clock(),
 		obs: c.observers, exitMW: c.exitMW, watchdogs: make(chan *watchdog, watchdogsKept),
 		traces: make(chan *connTrace, tracesKept),
+	}
+	if c.pages.Peek >= 0 {
+		t.pages = &c.pages
 	}
 	var h http.RoundTripper = roundTripFunc(t.roundTrip)
 	for i := len(c.middleware) - 1; i >= 0; i-- {
@@ -229,6 +233,9 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		// The pool's judgement of a plain 403 (a ban, or the site's answer), now: the caller and
 		// the observers are told the verdict the breakers count, and a ban fails here, as a block.
 		v = a.lease.JudgeAt(at.Now, v)
+	}
+	if v.Outcome == pool.Success && t.pages != nil && at.Response != nil && at.Response.StatusCode < 300 {
+		v = t.judgePage(a, at, v) // a soft block with no vendor marker (pagelook.go)
 	}
 	resp = at.Response
 	if resp != nil {

@@ -21,12 +21,16 @@ func Ours() Strategy { return OursWith("ours (defaults)", nil) }
 // options, under its own name.
 func OursWith(name string, tune func(*breaker.Settings), opts ...pool.Option) Strategy {
 	return Strategy{Name: name, New: func(env *Env) (Router, func(), error) {
+		exits, err := subnetExits(env)
+		if err != nil {
+			return nil, nil, err
+		}
 		var pair breaker.Settings
 		if tune != nil {
 			tune(&pair)
 		}
 		all := append([]pool.Option{
-			pool.WithExits(env.Exits...), pool.WithClock(env.Clock), pool.WithPairSettings(pair),
+			pool.WithExits(exits...), pool.WithClock(env.Clock), pool.WithPairSettings(pair),
 			pool.WithSeed(env.Uint64()), pool.WithInlineSweep(),
 		}, opts...)
 		p, err := pool.New(all...)
@@ -82,7 +86,7 @@ func (r *poolRouter) Route(w int, q Request) error {
 		return nil
 	}
 	now := r.env.Clock.Now()
-	lease.ReportAt(now, Verdict(res, now))
+	lease.ReportAt(now, judgePage(&lease, res, now, Verdict(res, now))) // a 200 page: as a Transport judges it (softblock.go)
 	return nil
 }
 

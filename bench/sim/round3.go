@@ -19,10 +19,11 @@ import (
 //   - subnets: the exits share subnets in groups of 4, and 30 % of the bans a pair draws also ban,
 //     for that origin and that window, its subnet-mates the origin hears from;
 //   - hardening WAFs: 3 of the 12 origins (dealt by the seed) double each repeat ban of an IP —
-//     a pair's k-th ban lasts 2^(k−1) times its drawn length, at most 4 h.
+//     a pair's k-th ban lasts 2^(k−1) times its drawn length, at most 4 h;
+//   - unmarked soft blocks: 3 of the origins that ban with a challenge page answer their banned
+//     pairs 200 with a 2 KB "Verify you are human" page instead (softblock.go).
 //
-// Unmarked soft blocks (a 200 whose page is a block) are left for a later round. The seed deals
-// the slow pairs, the hardening origins and every episode.
+// The seed deals the slow pairs, the hardening and soft-banning origins and every episode.
 func Round3World(seed uint64) Scenario {
 	sc := Round2World(seed)
 	sc.Name = "round-3 world"
@@ -33,6 +34,7 @@ func Round3World(seed uint64) Scenario {
 	sc.ChurnPerHour, sc.ChurnMin, sc.ChurnMax = 0.2, 2*time.Minute, 15*time.Minute
 	sc.Subnet, sc.SubnetBanShare = 4, 0.3
 	sc.HardenMax = 4 * time.Hour
+	softBans(&sc, seed)
 	r := rand.New(rand.NewPCG(seed, 0x68617264656e0000))
 	for _, o := range r.Perm(len(sc.Origins))[:3] {
 		sc.Origins[o].Hardening = 2

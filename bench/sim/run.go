@@ -39,6 +39,7 @@ type Metrics struct {
 	RateLimited int // 429s provoked
 	Blocked     int // challenge pages from banned pairs
 	Banned403   int // plain 403s from banned pairs
+	SoftBlocked int // 200 block pages from banned pairs (softblock.go)
 	Site403     int // the origin's own 403s for a path it forbids to everyone: neither goodput nor waste
 	Denied      int // proxy ACL denials
 	SlowBodies  int // bodies the body pace rule cut
@@ -75,6 +76,7 @@ func (m *Metrics) Add(n Metrics) {
 	m.RateLimited += n.RateLimited
 	m.Blocked += n.Blocked
 	m.Banned403 += n.Banned403
+	m.SoftBlocked += n.SoftBlocked
 	m.Site403 += n.Site403
 	m.Denied += n.Denied
 	m.SlowBodies += n.SlowBodies
@@ -335,6 +337,9 @@ func (s *sched) record(e, o int, r Result) {
 		s.recovery.met(s.pair(e, o), s.clock.Now().Add(-r.Latency))
 	case Banned403:
 		m.Banned403++
+		s.recovery.met(s.pair(e, o), s.clock.Now().Add(-r.Latency))
+	case SoftBlock:
+		m.SoftBlocked++
 		s.recovery.met(s.pair(e, o), s.clock.Now().Add(-r.Latency))
 	case Site403:
 		m.Site403++

@@ -3,6 +3,7 @@ package sim
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -38,6 +39,9 @@ type Origin struct {
 	// PlainBans makes its bans answer a plain 403 (nginx's "403 Forbidden" page, no challenge)
 	// instead of Cloudflare's challenge page.
 	PlainBans bool
+	// SoftBans makes its bans answer 200 with a block page of its own size and title, no vendor
+	// marker (softblock.go), instead of Cloudflare's challenge page.
+	SoftBans bool
 	// HTTPS makes its requests go through a CONNECT tunnel: the proxy's own refusals then come as
 	// its answer to the CONNECT, not as a response.
 	HTTPS bool
@@ -58,7 +62,10 @@ func (o Origin) String() string {
 		s = strconv.Itoa(o.Cap) + "/min " + map[bool]string{false: "clock", true: "sliding"}[o.Sliding]
 		s += map[bool]string{false: " · Retry-After", true: " · no Retry-After"}[o.NoRetryAfter]
 	}
-	s += map[bool]string{false: " · challenge", true: " · plain 403"}[o.PlainBans]
+	s += map[bool]string{false: " · challenge", true: " · plain 403"}[o.PlainBans && !o.SoftBans]
+	if o.SoftBans {
+		s = strings.TrimSuffix(s, " · challenge") + " · 200 block page"
+	}
 	s += map[bool]string{false: " · http", true: " · https"}[o.HTTPS]
 	if o.ForbiddenShare > 0 {
 		s += " · " + strconv.Itoa(int(o.ForbiddenShare*100+0.5)) + " % to a path it forbids"

@@ -22,11 +22,12 @@ const (
 	Refused                   // the exit's gateway refuses the connection (a dead exit)
 	SlowBody                  // 200 whose body trickles until the body pace rule cuts it
 	Unavailable               // 503 from an origin that is down for everyone (an outage)
+	SoftBlock                 // a ban: a 200 block page of its own size and title, no marker (softblock.go)
 	numAnswers
 )
 
 var answerNames = [...]string{"200", "challenge page", "plain 403 (ban)", "plain 403 (the site's)", "429",
-	"407", "proxy ACL denial", "timeout", "refused", "slow body", "503 (outage)"}
+	"407", "proxy ACL denial", "timeout", "refused", "slow body", "503 (outage)", "200 block page (ban)"}
 
 func (a Answer) String() string { return answerNames[a] }
 
@@ -291,6 +292,9 @@ func (g *Truth) answer(e int, q Request, now time.Time, count, flips bool) Resul
 	if g.Banned(e, o, now) {
 		if org.PlainBans {
 			return res(Banned403, lat)
+		}
+		if org.SoftBans {
+			return res(SoftBlock, lat)
 		}
 		return res(Challenge, lat)
 	}

@@ -26,7 +26,8 @@ import (
 // TestVerdictMatchesTransport checks every answer against a real transport.Transport.
 //
 //	answer                 as the network gives it
-//	OK                     200 text/html, a small page
+//	OK                     200 text/html, a 12 KB page
+//	SoftBlock (a ban)      200 text/html, a 2 KB "Verify you are human" page, no marker (softblock.go)
 //	Challenge (a ban)      403, Cloudflare's challenge page: Server: cloudflare, cf-mitigated: challenge
 //	Banned403 (a ban)      403, nginx's plain "403 Forbidden" page, nothing else to tell it by
 //	Site403                the same 403, for the path the origin forbids to everyone
@@ -84,9 +85,12 @@ func wireRequest(r Result) *http.Request {
 	return req
 }
 
-// The bodies of the answers.
+// pageBody is the page: a 12 KB product page (six times the size of a SoftBlock's page).
+var pageBody = "<!doctype html><html><head><title>Item</title></head><body><h1>Item</h1><p>In stock.</p><ul>" +
+	strings.Repeat("<li class=\"spec\">A line of the item's specification.</li>\n", 240) + "</ul></body></html>"
+
+// The bodies of the other answers.
 const (
-	pageBody      = "<!doctype html><html><head><title>Item</title></head><body><h1>Item</h1><p>In stock.</p></body></html>"
 	challengeBody = "<!DOCTYPE html><html lang=\"en-US\"><head><title>Just a moment...</title></head><body>" +
 		"<noscript>Enable JavaScript and cookies to continue</noscript></body></html>"
 	nginx403Body = "<html>\r\n<head><title>403 Forbidden</title></head>\r\n<body>\r\n" +
@@ -158,6 +162,8 @@ func onTheWire(r Result, req *http.Request) (*http.Response, error) {
 	case Refused:
 		dial := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 		return nil, &net.OpError{Op: "proxyconnect", Net: "tcp", Err: dial}
+	case SoftBlock:
+		return softBlockWire(req), nil
 	case SlowBody:
 		header.Set("Content-Type", "application/octet-stream")
 		header.Set("Content-Length", strconv.Itoa(slowBodySize))
@@ -214,7 +220,7 @@ func (j Judgement) Wire() string {
 	r := j.Result
 	switch r.Answer {
 	case OK:
-		return "200 text/html, a small page"
+		return "200 text/html, a 12 KB page"
 	case Challenge:
 		return "403, Cloudflare's challenge page (`cf-mitigated: challenge`)"
 	case Banned403, Site403:
@@ -242,6 +248,8 @@ func (j Judgement) Wire() string {
 		return "200 application/octet-stream, 8 MiB announced; the body pace rule cuts it after 2 KiB"
 	case Unavailable:
 		return "503, nginx's 503 Service Temporarily Unavailable page (an outage), no Retry-After"
+	case SoftBlock:
+		return "200 text/html, a 2 KB \"Verify you are human\" page, no vendor marker"
 	}
 	return "?"
 }

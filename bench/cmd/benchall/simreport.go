@@ -445,9 +445,9 @@ func writeTable(p func(string, ...any), ms []sim.Metrics, worst [][2]float64) {
 	}
 	p("| strategy | goodput | ÷ clairvoyant oracle | ÷ informed oracle | wasted attempts | 429s provoked | challenge pages | plain-403 bans | proxy denials | slow bodies | site's 403s (not wasted) | timeouts | worker time lost to timeouts + slow bodies | refused (not sent) | recovery after a ban (median) | bans never recovered (of those met) |")
 	if round3 {
-		p(" 503s (outages) | attempts on slow pairs | worker time on slow pairs |")
+		p(" 503s (outages) | attempts on slow pairs | worker time on slow pairs | 200 block pages (bans) |")
 	}
-	p("\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", strings.Repeat("---|", map[bool]int{false: 0, true: 3}[round3]))
+	p("\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", strings.Repeat("---|", map[bool]int{false: 0, true: 4}[round3]))
 	for i, m := range ms {
 		r, ri := fmt.Sprintf("%.2f", ratio(m, oracle)), fmt.Sprintf("%.2f", ratio(m, informed))
 		if worst != nil {
@@ -458,7 +458,7 @@ func writeTable(p func(string, ...any), ms []sim.Metrics, worst [][2]float64) {
 			m.Wasted(), m.RateLimited, m.Blocked, m.Banned403, m.Denied, m.SlowBodies, m.Site403, m.Timeouts,
 			100*(m.TimeoutTime+m.StallTime).Seconds()/m.WorkerTime.Seconds(), m.Refusals, sim.MedianRecoveryString(m), sim.UnrecoveredString(m))
 		if round3 {
-			p(" %d | %d | %.1f %% |", m.Unavailable, m.SlowAttempts, 100*m.SlowTime.Seconds()/m.WorkerTime.Seconds())
+			p(" %d | %d | %.1f %% | %d |", m.Unavailable, m.SlowAttempts, 100*m.SlowTime.Seconds()/m.WorkerTime.Seconds(), m.SoftBlocked)
 		}
 		p("\n")
 	}
