@@ -21,6 +21,7 @@ type Exit struct {
 	weight float64
 	over   *exitOverride // its own breaker settings; nil: the pool's (see override.go)
 	attrs  []Attr        // sorted by key; shared by copies, never modified (attrs.go)
+	gw     *gatewayMark  // a gateway's template or one of its sessions (gateway.go); nil: neither
 }
 
 // Proxy schemes an Exit may use.
@@ -41,6 +42,7 @@ var defaultProxyPort = map[string]string{
 //	user:pass@host:port            (http assumed)
 //	host:port:user:pass            (the common provider format; http assumed)
 //	host:port                      (http, no credentials)
+//	direct                         (no proxy at all: DirectExit; any case)
 //
 // In host:port:user:pass the password may hold anything, ':', '@', '#' and "://" included. A line
 // that reads both ways (an '@' in the user field and a host:port after the last '@') is taken as
@@ -53,6 +55,9 @@ func ParseExit(raw string) (*Exit, error) {
 	if s == "" {
 		return nil, fmt.Errorf("pool: empty proxy address")
 	}
+	if isDirectWord(s) {
+		return DirectExit(), nil
+	}
 	var u *url.URL
 	switch _, _, _, isColon := colonForm(s); {
 	case isColon:
@@ -63,14 +68,14 @@ func ParseExit(raw string) (*Exit, error) {
 		}
 		u = pu
 	case strings.Contains(s, "://"):
-		pu, err := url.Parse(s)
+		pu, err := url.Parse(escapeTemplate(s))
 		if err != nil {
 			// url.Parse quotes its whole input, password and all: say it in our words.
 			return nil, fmt.Errorf("pool: proxy %q: malformed URL", RedactRaw(s))
 		}
 		u = pu
 	case strings.Contains(s, "@"):
-		pu, err := url.Parse("http://" + s)
+		pu, err := url.Parse("http://" + escapeTemplate(s))
 		if err != nil {
 			return nil, fmt.Errorf("pool: proxy %q: malformed address", RedactRaw(s))
 		}
@@ -85,7 +90,7 @@ func ParseExit(raw string) (*Exit, error) {
 	if err := checkProxyURL(u, s); err != nil {
 		return nil, err
 	}
-	return &Exit{u: u, label: u.Redacted(), weight: 1}, nil
+	return &Exit{u: u, label: urlLabel(u), weight: 1}, nil
 }
 
 // MustParseExit is like ParseExit but panics on error. It is meant for tests and examples with
@@ -111,7 +116,7 @@ func NewExit(u *url.URL) (*Exit, error) {
 	if err := checkProxyURL(&c, c.Redacted()); err != nil {
 		return nil, err
 	}
-	return &Exit{u: &c, label: c.Redacted(), weight: 1}, nil
+	return &Exit{u: &c, label: urlLabel(&c), weight: 1}, nil
 }
 
 // parseColonForm parses host:port and host:port:user:pass ([v6]:port:user:pass too). The password
@@ -205,6 +210,9 @@ func hasScheme(s string) (int, bool) {
 
 func checkProxyURL(u *url.URL, raw string) error {
 	name := RedactRaw(raw)
+	if err := checkNotDirectURL(u, name); err != nil {
+		return err
+	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	def, ok := defaultProxyPort[u.Scheme]
 	if !ok {
@@ -253,12 +261,15 @@ func (e *Exit) Tier() int { return e.tier }
 // Weight is the exit's relative share of traffic among ready exits of its tier. Default 1.
 func (e *Exit) Weight() float64 { return e.weight }
 
-// Scheme is the proxy protocol: http, https, socks5 or socks5h.
+// Scheme is the proxy protocol: http, https, socks5 or socks5h; SchemeDirect for a direct exit.
 func (e *Exit) Scheme() string { return e.u.Scheme }
 
 // ProxyURL returns a copy of the dialing URL, credentials included. It is for base RoundTrippers
-// that dial the proxy themselves; never log it.
+// that dial the proxy themselves; never log it. A direct exit has none: nil.
 func (e *Exit) ProxyURL() *url.URL {
+	if e.Direct() {
+		return nil
+	}
 	c := *e.u
 	if e.u.User != nil {
 		ui := *e.u.User
@@ -267,11 +278,12 @@ func (e *Exit) ProxyURL() *url.URL {
 	return &c
 }
 
-// WithLabel returns a copy of e named label. An empty label restores the redacted URL.
+// WithLabel returns a copy of e named label. An empty label restores the redacted URL ("direct"
+// for a direct exit).
 func (e *Exit) WithLabel(label string) *Exit {
 	c := *e
 	if label == "" {
-		label = e.u.Redacted()
+		label = e.defaultLabel()
 	}
 	c.label = label
 	return &c
@@ -292,11 +304,13 @@ func (e *Exit) WithWeight(w float64) *Exit {
 	return &c
 }
 
-// MarshalJSON encodes the exit as its label, tier and weight: never its credentials.
+// MarshalJSON encodes the exit as its label, tier and weight, and "direct": true for a direct
+// exit: never its credentials.
 func (e *Exit) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Label  string  `json:"label"`
 		Tier   int     `json:"tier"`
 		Weight float64 `json:"weight"`
-	}{e.label, e.tier, e.weight})
+		Direct bool    `json:"direct,omitempty"`
+	}{e.label, e.tier, e.weight, e.Direct()})
 }

@@ -258,7 +258,7 @@ func (e *pageEntry) realer(p *pageEntry, common uint32) bool {
 		return true
 	}
 	pExact := p.flags&pageSized != 0 && p.flags&pageAtLeast == 0
-	if pExact && e.flags&pageSized != 0 && uint64(e.size) >= PageSizeBand*uint64(p.size) {
+	if pExact && e.flags&pageSized != 0 && e.size > p.size && uint64(e.size) >= PageSizeBand*uint64(p.size) {
 		return true
 	}
 	if common == 0 || e.title != common || p.title == 0 || p.title == common {

@@ -76,13 +76,16 @@ func TestPageSoftBlock(t *testing.T) {
 }
 
 // TestPageSiteServesEveryoneTheSame: a site that serves one small page to every exit (a
-// maintenance page, a product list that is empty for all) trips nothing, and neither do product
-// pages whose sizes vary by less than PageSizeBand.
+// maintenance page, a product list that is empty for all, an empty body) trips nothing, and
+// neither do product pages whose sizes vary by less than PageSizeBand.
 func TestPageSiteServesEveryoneTheSame(t *testing.T) {
 	p, clk := newSuspectPool(t, 4)
 	var steps []pageStep
 	for i := range 12 {
 		steps = append(steps, pageStep{time.Duration(i) * time.Second, []string{"e0", "e1", "e2", "e3"}[i%4], verifyPage, pageVerdict, breaker.Closed})
+	}
+	for i := range 8 { // an empty page to everyone: no page is realer than another
+		steps = append(steps, pageStep{time.Duration(12+i) * time.Second, []string{"e0", "e1", "e2", "e3"}[i%4], pool.Page{Class: classSearch, Size: 0}, pageVerdict, breaker.Closed})
 	}
 	for i, size := range []int64{40_000, 12_000, 45_000, 11_000, 30_000, 44_000, 12_500, 13_000} {
 		pg := pool.Page{Class: classP, Size: size, Title: titleShop + uint32(i)} // each product its own title

@@ -188,6 +188,11 @@ func (c *StandardClassifier) classifyError(a *Attempt) pool.Verdict {
 	if errors.As(err, &odns) {
 		return pool.Verdict{Outcome: pool.Neutral, Scope: pool.ScopeOrigin, Class: pool.ClassOriginDNS}
 	}
+	var odial *originDialError
+	if errors.As(err, &odial) {
+		// A direct exit's dial to the origin (direct.go): no proxy to blame.
+		return upstreamUnreachable
+	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		// Every connection dials the proxy, so a failed lookup is the proxy's name.

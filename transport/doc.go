@@ -50,6 +50,8 @@
 //	gateway refused, proxy DNS failure                   permanent   exit
 //	CONNECT refused otherwise (400, 500… with no marker) permanent   exit (class proxy_connect)
 //	the caller's context cancelled or past its deadline  neutral     -
+//	a direct exit's dial: origin refused or unreachable  soft        pair (half) + origin guard (class upstream)
+//	a direct exit's dial: origin name does not resolve   neutral     - (class origin_dns)
 //
 // "Soft" failures count half toward the pair: two make one. A plain 502/503 may be the origin's
 // trouble as much as the exit's; the origin guard sees them at full weight. The origin guard counts
@@ -91,7 +93,9 @@
 // *AttemptError of every response the transport counted against its exit (a 407, a 429, a
 // challenge page), so that one error path handles both. When no exit is ready, RoundTrip
 // returns the pool's *pool.NoHealthyExitError (errors.Is pool.ErrNoHealthyExit) that says how long
-// until the soonest probe: never a direct connection.
+// until the soonest probe: never a direct connection. Only an exit the user made direct
+// (pool.DirectExit, "direct" in a proxy list) connects to origins itself: its transport has no
+// proxy and counts the bytes of its connections to the origins (direct.go).
 //
 // # Per-request intent
 //

@@ -115,7 +115,8 @@ func WithObserver(obs ...Observer) Option {
 }
 
 // WithBase replaces the per-exit base transports with rt, which must send each request through
-// ExitFromContext(req.Context()) and never directly.
+// ExitFromContext(req.Context()), and never directly unless that exit is a direct one
+// (pool.Exit.Direct, whose ProxyURL is nil).
 func WithBase(rt http.RoundTripper) Option {
 	return optionFunc(func(c *config) error {
 		if rt == nil {

@@ -124,10 +124,11 @@ func TestIntegUnmarkedSoftBlockOpensItsPair(t *testing.T) {
 	if total != n {
 		t.Errorf("the origin saw %d requests through the exits, want %d", total, n)
 	}
-	// Without the check X kept its quarter (issue 28: 25-28 %). With it: the pages before the
-	// evidence, and a probe per OPEN window.
-	if got["X"] > n/40 {
-		t.Errorf("X carried %d of %d requests, want at most %d: its pair should be out", got["X"], n, n/40)
+	// Without the check X kept its quarter (issue 28: 25-28 %; 113 of 400 here with PageLooks{Peek:
+	// -1}). With it: the pages before the evidence (X, answering small pages, is the fastest exit
+	// and is picked first), and a probe per OPEN window; 8 when measured.
+	if got["X"] > n/20 {
+		t.Errorf("X carried %d of %d requests, want at most %d: its pair should be out", got["X"], n, n/20)
 	}
 	for _, x := range []string{"W", "Y", "Z"} {
 		if got[x] < n/4 {

@@ -33,10 +33,12 @@ func DefaultBaseTemplate() *http.Transport {
 
 // newExitTransport builds e's transport; p, when not nil, is the pool that counts what e's
 // connections carried beyond their attempts' claims (traffic.go).
-func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, resolver *net.Resolver) *http.Transport {
+func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, resolver *net.Resolver, conns *sessionConns) *http.Transport {
 	tr := template.Clone()
-	counter := connCounter{pool: p, exit: e}
+	counter := connCounter{pool: p, exit: e, conns: conns}
 	label := e.Label()
+	// TODO(issue 27): a gateway session's egress IP, when its line names the provider's header, is
+	// read here from the CONNECT reply and handed to the pool with the verdict.
 	tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
 		if res.StatusCode != http.StatusOK {
 			// The header goes with the error: the proxy's markers say what the refusal means.
@@ -45,6 +47,8 @@ func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, reso
 		return nil
 	}
 	switch e.Scheme() {
+	case pool.SchemeDirect:
+		directTransport(tr, template, counter) // direct.go
 	case pool.SchemeSOCKS5, pool.SchemeSOCKS5H:
 		tr.Proxy = nil
 		tr.DialContext = socksDialer(e, template, resolver, counter)
@@ -57,10 +61,10 @@ func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, reso
 
 // NewExitTransport returns a new *http.Transport that sends every request through e, built exactly
 // as a Transport builds the base transport of each exit: cloned from template (DefaultBaseTemplate()
-// when nil), its Proxy replaced by e (never ProxyFromEnvironment), a CONNECT answered other than 200
-// turned into a *ProxyConnectError carrying the proxy's status line and headers, and for
-// socks5/socks5h exits a dialer whose credential rejection DefaultClassifier recognises as
-// proxy_auth. resolver looks origin names up for socks5:// exits (net.DefaultResolver when nil).
+// when nil), its Proxy replaced by e (never ProxyFromEnvironment; nil for a direct exit, which
+// dials origins itself), a CONNECT answered other than 200 turned into a *ProxyConnectError
+// carrying the proxy's status line and headers, and for socks5/socks5h exits a dialer whose
+// credential rejection DefaultClassifier recognises as proxy_auth. resolver looks origin names up for socks5:// exits (net.DefaultResolver when nil).
 //
 // It is for tools that must reach an exit the way live traffic does, without the pool's breakers:
 // package probe builds its pre-dispatch probes on it, so that the probe and the transport classify
@@ -76,5 +80,5 @@ func NewExitTransport(e *pool.Exit, template *http.Transport, resolver *net.Reso
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
-	return newExitTransport(nil, e, template, resolver), nil
+	return newExitTransport(nil, e, template, resolver, nil), nil
 }

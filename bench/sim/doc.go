@@ -10,6 +10,11 @@
 // response or error a real exit would have produced for the answer (Verdict builds it and asks
 // the classifier). The peers choose exits by their own rules.
 //
+// The spend world (SpendWorld, spend.go) prices the exits per GB in two tiers, a cheap datacenter
+// tier and a premium residential one, and counts what each strategy's attempts cost (Metrics.Spend)
+// from their answers, their origins' page sizes and their exits' tiers; ours meets the tiers as
+// pool.Exit tiers, and CrawleeTiered is the peer that knows tiers too.
+//
 // No sleeps: a discrete-event loop advances a clock.Fake to the earliest worker event and lets
 // exactly one worker goroutine run at a time, so a run is deterministic for its seed, and runs of
 // different worlds or strategies may go in parallel (RunAll).

@@ -264,7 +264,7 @@ func TestHardening(t *testing.T) {
 }
 
 // TestRound3WorldKeepsRound2 checks that the round-3 world of a seed is the round-2 world of that
-// seed with the dynamics added: the same exits and origin traits, hardening aside.
+// seed with the dynamics added: the same exits and origin traits, hardening and soft bans aside.
 func TestRound3WorldKeepsRound2(t *testing.T) {
 	r2, r3 := Round2World(3), Round3World(3)
 	g2, g3 := NewTruth(r2), NewTruth(r3)
@@ -280,7 +280,7 @@ func TestRound3WorldKeepsRound2(t *testing.T) {
 	}
 	for o := range r2.Origins {
 		a, b := r2.Origins[o], r3.Origins[o]
-		b.Hardening = 0
+		b.Hardening, b.SoftBans = 0, false
 		if a != b {
 			t.Errorf("origin %d: %v in round 2, %v in round 3", o, a, b)
 		}

@@ -64,6 +64,8 @@ type Metrics struct {
 	Recovery    []time.Duration
 	Unrecovered int
 	Unmet       int
+	// Spend is what the attempts cost, by tier, in a world with Tiers (spend.go).
+	Spend Spend
 }
 
 // Wasted is the attempts that did not succeed, the origin's own 403s to a path it forbids apart.
@@ -93,6 +95,7 @@ func (m *Metrics) Add(n Metrics) {
 	m.Recovery = append(m.Recovery, n.Recovery...)
 	m.Unrecovered += n.Unrecovered
 	m.Unmet += n.Unmet
+	m.Spend.Add(n.Spend)
 }
 
 // MedianRecovery is the median of Recovery, counting unrecovered episodes as longer than any; -1
@@ -180,7 +183,7 @@ func Run(sc Scenario, st Strategy) (Metrics, error) {
 		if err != nil {
 			return Metrics{}, err
 		}
-		env.Exits = append(env.Exits, x.WithLabel(fmt.Sprintf("x%03d", e)))
+		env.Exits = append(env.Exits, x.WithLabel(fmt.Sprintf("x%03d", e)).WithTier(s.truth.Tier(e)))
 	}
 	var mu sync.Mutex
 	r := rand.New(rand.NewPCG(sc.Seed, mix(uint64(len(st.Name))^0x5eed)))
@@ -320,6 +323,7 @@ func refusal(err error) (time.Duration, bool) {
 func (s *sched) record(e, o int, r Result) {
 	m := &s.m
 	m.Attempts++
+	m.Spend.count(s.sc.Tiers, s.truth.Tier(e), o, r) // spend.go
 	if s.truth.Slow(e, o) {
 		m.SlowAttempts++
 		m.SlowTime += r.Latency

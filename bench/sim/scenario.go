@@ -149,6 +149,10 @@ type Scenario struct {
 	SubnetBanShare float64
 	// HardenMax caps a ban lengthened by an origin's Hardening.
 	HardenMax time.Duration
+
+	// Tiers, when set, makes the exits two tiers priced per GB and gives the origins page sizes
+	// (spend.go, the spend world).
+	Tiers *Tiers
 }
 
 // Round1World is the world of the first round's RESULTS.md, kept so that its figures stay

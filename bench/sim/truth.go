@@ -52,23 +52,25 @@ func (r Result) Served() bool { return r.Answer == OK || r.Answer == Site403 }
 // exits gone, and which exits share a subnet. It is not safe for concurrent use; the simulation
 // runs one worker at a time.
 type Truth struct {
-	sc     Scenario
-	no     int // origins
-	kinds  []Kind
-	bans   [][]Window    // by pair index e*no+o, sorted: its own and those spread from its subnet
-	own    [][]Window    // by pair, sorted: the bans it drew itself
-	spread int           // bans that spread to a subnet
-	slow   []bool        // by pair
-	outage [][]Window    // by origin, sorted
-	churn  [][]Window    // by exit, sorted
-	subnet []int         // by exit, −1 for none
-	stalls [][]Window    // by pair, sorted
-	denied []bool        // by pair
-	bursts []Burst       // sorted
-	minute []int64       // by pair, clock-minute caps: the minute the count belongs to
-	count  []int         // by pair: requests that reached the origin in that minute
-	log    [][]time.Time // by pair, sliding caps: the last Cap accepted requests, a ring
-	head   []int         // by pair: the oldest entry of a full ring
+	sc      Scenario
+	no      int // origins
+	kinds   []Kind
+	bans    [][]Window    // by pair index e*no+o, sorted: its own and those spread from its subnet
+	own     [][]Window    // by pair, sorted: the bans it drew itself
+	spread  int           // bans that spread to a subnet
+	slow    []bool        // by pair
+	outage  [][]Window    // by origin, sorted
+	churn   [][]Window    // by exit, sorted
+	subnet  []int         // by exit, −1 for none
+	stalls  [][]Window    // by pair, sorted
+	denied  []bool        // by pair
+	bursts  []Burst       // sorted
+	minute  []int64       // by pair, clock-minute caps: the minute the count belongs to
+	count   []int         // by pair: requests that reached the origin in that minute
+	log     [][]time.Time // by pair, sliding caps: the last Cap accepted requests, a ring
+	head    []int         // by pair: the oldest entry of a full ring
+	tier    []int         // by exit, with Scenario.Tiers (spend.go); nil without
+	blocked []bool        // by origin: blocks every datacenter exit (spend.go)
 }
 
 // NewTruth draws the ground truth of sc from sc.Seed. Each kind of episode draws from its own
@@ -125,6 +127,7 @@ func NewTruth(sc Scenario) *Truth {
 		g.bursts = append(g.bursts, Burst{Window: w, Origin: rb.IntN(no)})
 	}
 	g.dynamics()
+	g.tiers() // spend.go
 	return g
 }
 

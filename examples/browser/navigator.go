@@ -411,11 +411,13 @@ func verdictForNetError(text string) pool.Verdict {
 }
 
 // proxyServer returns the exit's proxy as Chromium takes it in a proxy address (scheme://host:port,
-// without credentials) and the credentials to answer its challenges with. Chromium cannot log in
-// to a SOCKS5 proxy, so a SOCKS5 exit with credentials is an error.
+// without credentials; "direct://" for a direct exit) and the credentials to answer its challenges
+// with. Chromium cannot log in to a SOCKS5 proxy, so a SOCKS5 exit with credentials is an error.
 func proxyServer(e *pool.Exit) (server string, creds *url.Userinfo, err error) {
 	u := e.ProxyURL()
 	switch e.Scheme() {
+	case pool.SchemeDirect:
+		return "direct://", nil, nil // Chromium's word for no proxy
 	case pool.SchemeHTTP, pool.SchemeHTTPS:
 		return e.Scheme() + "://" + u.Host, u.User, nil
 	case pool.SchemeSOCKS5, pool.SchemeSOCKS5H:

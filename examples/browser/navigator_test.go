@@ -159,6 +159,7 @@ func TestProxyServer(t *testing.T) {
 		{"127.0.0.1:3128", "http://127.0.0.1:3128", ""},
 		{"https://u:secret-pw@[::1]:8443", "https://[::1]:8443", "u"},
 		{"socks5h://127.0.0.1:1080", "socks5://127.0.0.1:1080", ""},
+		{"direct", "direct://", ""},
 	} {
 		server, creds, err := proxyServer(pool.MustParseExit(tc.raw))
 		user := ""

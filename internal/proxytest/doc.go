@@ -22,9 +22,21 @@
 // opens and then never carries a byte (HangAfterConnect), and added Latency. ClosedAddr gives an
 // address where nothing listens, for a proxy that refuses connections.
 //
+// Config.SourceAddr makes a proxy's upstream connections leave from a loopback address of its own
+// (127.0.0.2, 127.0.0.3, …), so an origin sees each proxy as its own client IP in r.RemoteAddr —
+// and can ban one, as a site bans an exit's IP — while a client with no proxy arrives from
+// 127.0.0.1.
+//
 // A Registry shared by several proxies and an origin lets the origin tell which proxy carried each
 // request: the proxy records both ends of every upstream connection it dials before it sends a byte
 // on it, and the origin looks up the request's connection (Registry.Lookup(r)).
+//
+// A Gateway (StartGateway) is a proxy that behaves like a residential provider's gateway: the
+// username picks a sticky session ("acct-session-ID"), each session's upstream connections leave
+// from its own loopback source address (127.0.0.10 to 127.0.0.250 by default), sessions are
+// recycled after a TTL, a username without a session gets a fresh address per request, the
+// address may be reported in a response header, and it can be made to refuse connections. A
+// BanOrigin judges clients by the address it sees and bans them.
 //
 // Close shuts a proxy down completely: the listener, every client and upstream connection, and
 // every goroutine it started have gone when Close returns, so tests can check for leaks with

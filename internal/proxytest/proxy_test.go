@@ -301,6 +301,9 @@ func TestStartValidates(t *testing.T) {
 		{"both hangs", proxytest.Config{Hang: true, HangAfterConnect: true}, "mutually exclusive"},
 		{"registry without name", proxytest.Config{Registry: &proxytest.Registry{}}, "Registry set without Name"},
 		{"negative latency", proxytest.Config{Latency: -time.Second}, "negative Latency -1s"},
+		{"source not an IP", proxytest.Config{SourceAddr: "localhost"}, `SourceAddr "localhost": want a loopback IP`},
+		{"source not loopback", proxytest.Config{SourceAddr: "10.0.0.1"}, `SourceAddr "10.0.0.1": want a loopback IP`},
+		{"source with a port", proxytest.Config{SourceAddr: "127.0.0.2:80"}, `SourceAddr "127.0.0.2:80"`},
 	}
 	for i, tt := range tests {
 		p, err := proxytest.Start(tt.cfg)

@@ -70,24 +70,34 @@ type simResults struct {
 	elapsed time.Duration
 }
 
-func runSim(cfg simConfig) (*simResults, error) {
+// strategyList is the strategies -strategies names, in strategyTable's order for "all", the
+// oracles not included.
+func (cfg simConfig) strategyList() ([]sim.Strategy, error) {
 	var sts []sim.Strategy
 	if cfg.strategies == "all" {
 		for _, s := range strategyTable {
 			sts = append(sts, s.new())
 		}
-	} else {
-		for _, name := range strings.Split(cfg.strategies, ",") {
-			found := false
-			for _, s := range strategyTable {
-				if s.name == strings.TrimSpace(name) {
-					sts, found = append(sts, s.new()), true
-				}
-			}
-			if !found && !strings.HasPrefix(strings.TrimSpace(name), "oracle") {
-				return nil, fmt.Errorf("-strategies: unknown %q (want %s, or all)", name, strings.Join(strategyNames(), ", "))
+		return sts, nil
+	}
+	for _, name := range strings.Split(cfg.strategies, ",") {
+		found := false
+		for _, s := range strategyTable {
+			if s.name == strings.TrimSpace(name) {
+				sts, found = append(sts, s.new()), true
 			}
 		}
+		if !found && !strings.HasPrefix(strings.TrimSpace(name), "oracle") {
+			return nil, fmt.Errorf("-strategies: unknown %q (want %s, or all)", name, strings.Join(strategyNames(), ", "))
+		}
+	}
+	return sts, nil
+}
+
+func runSim(cfg simConfig) (*simResults, error) {
+	sts, err := cfg.strategyList()
+	if err != nil {
+		return nil, err
 	}
 	sts = append(sts, sim.InformedOracle(), sim.Oracle())
 	res := &simResults{par: cfg.parallel, brief: cfg.brief, partial: len(sts) < len(strategyTable)+oracles || cfg.duration != 0}
