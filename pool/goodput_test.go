@@ -119,15 +119,15 @@ func TestFailFastRefusesSlowWhenOtherOriginsServed(t *testing.T) {
 }
 
 // TestOnlySlowReadyTakesTheCheapest: when every exit is tracked as slow (three by a single answer
-// of 60 ms where the typical is 10 ms, one at 1.5 s), a pool serving one origin takes the slow
+// of 400 ms where the typical is 10 ms, one at 1.5 s), a pool serving one origin takes the slow
 // exit that holds a worker the least, not one at random: drawn at random, the 1.5 s exit held
 // most of the workers of the transport's TestIntegSlowExitCarriesLess.
 func TestOnlySlowReadyTakesTheCheapest(t *testing.T) {
 	p, clk := slowPool(t, 4, 1, "shop.test")
 	for i := 1; i < 4; i++ {
-		answer(t, p, clk, "shop.test", fmt.Sprintf("e%d", i), 60*time.Millisecond)
+		answer(t, p, clk, "shop.test", fmt.Sprintf("e%d", i), 400*time.Millisecond)
 	}
 	if got := shares(t, p, "shop.test", 400); got["e0"] != 0 {
-		t.Errorf("picks with every exit slow, e0 at 1.5 s and the others at 60 ms: %v, want none on e0", got)
+		t.Errorf("picks with every exit slow, e0 at 1.5 s and the others at 400 ms: %v, want none on e0", got)
 	}
 }
