@@ -45,11 +45,3 @@ func checkNotDirectURL(u *url.URL, name string) error {
 	}
 	return nil
 }
-
-// defaultLabel is the label WithLabel("") restores: the redacted URL, or "direct".
-func (e *Exit) defaultLabel() string {
-	if e.Direct() {
-		return DirectLabel
-	}
-	return e.u.Redacted()
-}

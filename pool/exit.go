@@ -21,6 +21,7 @@ type Exit struct {
 	weight float64
 	over   *exitOverride // its own breaker settings; nil: the pool's (see override.go)
 	attrs  []Attr        // sorted by key; shared by copies, never modified (attrs.go)
+	gw     *gatewayMark  // a gateway's template or one of its sessions (gateway.go); nil: neither
 }
 
 // Proxy schemes an Exit may use.
@@ -67,14 +68,14 @@ func ParseExit(raw string) (*Exit, error) {
 		}
 		u = pu
 	case strings.Contains(s, "://"):
-		pu, err := url.Parse(s)
+		pu, err := url.Parse(escapeTemplate(s))
 		if err != nil {
 			// url.Parse quotes its whole input, password and all: say it in our words.
 			return nil, fmt.Errorf("pool: proxy %q: malformed URL", RedactRaw(s))
 		}
 		u = pu
 	case strings.Contains(s, "@"):
-		pu, err := url.Parse("http://" + s)
+		pu, err := url.Parse("http://" + escapeTemplate(s))
 		if err != nil {
 			return nil, fmt.Errorf("pool: proxy %q: malformed address", RedactRaw(s))
 		}
@@ -89,7 +90,7 @@ func ParseExit(raw string) (*Exit, error) {
 	if err := checkProxyURL(u, s); err != nil {
 		return nil, err
 	}
-	return &Exit{u: u, label: u.Redacted(), weight: 1}, nil
+	return &Exit{u: u, label: urlLabel(u), weight: 1}, nil
 }
 
 // MustParseExit is like ParseExit but panics on error. It is meant for tests and examples with
@@ -115,7 +116,7 @@ func NewExit(u *url.URL) (*Exit, error) {
 	if err := checkProxyURL(&c, c.Redacted()); err != nil {
 		return nil, err
 	}
-	return &Exit{u: &c, label: c.Redacted(), weight: 1}, nil
+	return &Exit{u: &c, label: urlLabel(&c), weight: 1}, nil
 }
 
 // parseColonForm parses host:port and host:port:user:pass ([v6]:port:user:pass too). The password

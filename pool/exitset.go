@@ -96,6 +96,10 @@ func (p *Pool) Add(exits ...*Exit) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := p.set.Load()
+	exits, made, _, err := p.expandGateways(exits, old.byLabel, false) // templates → sessions (gateway.go)
+	if err != nil {
+		return err
+	}
 	if err := checkExits(exits, old.byLabel); err != nil {
 		return err
 	}
@@ -109,6 +113,7 @@ func (p *Pool) Add(exits ...*Exit) error {
 		all = append(all, p.joinExit(e, tunes[i], &rs))
 	}
 	p.set.Store(p.buildSet(all))
+	p.settleGateways(made, nil, false)
 	rs.finish(p)
 	return nil
 }
@@ -118,6 +123,9 @@ func (p *Pool) Add(exits ...*Exit) error {
 // its pairs are left in rs), else a fresh one. The caller holds p.mu, puts the result in the
 // exit set, and then retunes the pairs in rs.
 func (p *Pool) joinExit(e *Exit, t *exitTuning, rs *retunes) *exitState {
+	if e.gw != nil {
+		return p.newSessionState(e, t) // a gateway's session: new, and never back (gateway.go)
+	}
 	r, ok := p.retired[e.label]
 	if !ok {
 		return p.newExitState(e, t)
@@ -160,6 +168,9 @@ func checkExits(exits []*Exit, taken map[string]*exitState) error {
 // newExitState returns the state of an exit joining the pool, tuned t: a new id, a fresh breaker
 // and bucket. The caller holds p.mu.
 func (p *Pool) newExitState(e *Exit, t *exitTuning) *exitState {
+	if e.gw != nil {
+		return p.newSessionState(e, t) // a gateway's session (gateway.go)
+	}
 	es := &exitState{exit: e, id: p.nextID, life: new(atomic.Int32), tune: t, eager: t != nil && t.eager}
 	p.nextID++
 	es.bucket = p.gate.ExitBucket(e.label)
@@ -226,6 +237,11 @@ func (p *Pool) keepFor(t *exitTuning) {
 func (p *Pool) Remove(labels ...string) error {
 	p.mu.Lock()
 	old := p.set.Load()
+	labels, named, err := p.gatewayLabels(labels, old) // a gateway leaves with its sessions (gateway.go)
+	if err != nil {
+		p.mu.Unlock()
+		return err
+	}
 	drop := make(map[string]bool, len(labels))
 	var errs []error
 	for _, l := range labels {
@@ -245,6 +261,7 @@ func (p *Pool) Remove(labels ...string) error {
 	}
 	p.set.Store(p.buildSet(kept))
 	p.retire(gone, true)
+	p.dropGateways(named)
 	p.mu.Unlock()
 	p.tellRemoved(gone)
 	return errors.Join(errs...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,6 +45,8 @@ func FuzzReadExits(f *testing.F) {
 	f.Add("http://user:pw@h:1/path\n", "::1", uint32(8080), "user", "%zz", " oops")
 	f.Add("", "#comment", uint32(80), "user", "", "")
 	f.Add("direct tier=0 label=home\nDIRECT label=office country=us\ndirect://x\n", "direct", uint32(8080), "u", "p", " tier=1")
+	f.Add("", "gate.example", uint32(7777), "acct-session-{session}-cc-{country}", "x", " sessions=3 country=us session-ttl=1m")
+	f.Add("", "gate.example", uint32(7777), "acct", "_session-{session}{", " sessions=2 rotate=off session-chars=ab")
 	f.Fuzz(func(t *testing.T, head, host string, port uint32, user, mid, attrs string) {
 		host = fuzzReadExitsClean(host, ":@[]")
 		user = fuzzReadExitsClean(user, ":")
@@ -71,7 +74,13 @@ func FuzzReadExits(f *testing.F) {
 			}
 			return
 		}
-		for _, e := range exits {
+		shown := exits
+		if p, err := New(WithExits(exits...)); err == nil { // gateway templates mint their sessions
+			shown = append(slices.Clone(exits), p.Exits()...)
+		} else if msg := err.Error(); strings.Contains(msg, pass) || fuzzReadExitsMarked(msg) {
+			t.Fatalf("New(ReadExits(%q)) = error %q: shows the password %q", in, msg, pass)
+		}
+		for _, e := range shown {
 			j, _ := json.Marshal(e)
 			for _, s := range []string{e.Label(), e.String(), e.GoString(), fmt.Sprintf("%+v", e), string(j)} {
 				if fuzzReadExitsMarked(s) {

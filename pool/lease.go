@@ -47,6 +47,7 @@ type Lease struct {
 	t      ticket
 	done   bool
 	judged bool   // JudgeAt judged the verdict: the report does not judge it again
+	moved  bool   // the request's Session moved to another exit (LeaseInfo.SessionMoved)
 	path   uint16 // PathOf the attempt's request path (SetPath); 0: unknown
 	// groupProbe: the lease holds its exit's group's probe slot for the origin (grouphold.go).
 	groupProbe bool
@@ -75,6 +76,11 @@ type LeaseInfo struct {
 	PairState, ExitState breaker.State
 	// DryRun reports that breakers did not steer this pick; WouldRefuse that they would have refused it.
 	DryRun, WouldRefuse bool
+	// SessionMoved reports that the request's Session was pinned to another exit for this origin
+	// and now leaves through this one: its gateway rotated the session it was pinned to (a ban, a
+	// TTL), or the pinned exit stopped admitting it. A login flow learns here that its IP changed
+	// (Pool.WithStrictSessions refuses such a pick instead).
+	SessionMoved bool
 }
 
 // Reported is what a verdict left behind: the pair's and the exit's breaker states once it was
@@ -84,6 +90,9 @@ type Reported struct {
 	// Verdict is the verdict the breakers were given: the one reported, except that a Suspect
 	// answer the pool judged a block comes back Transient, ClassBlocked (see Verdict.Suspect).
 	Verdict Verdict
+	// Spend is what the attempt cost, in the pool's cost unit: its exit's price of the bytes
+	// reported with it (ReportTrafficAt) plus its price per request (cost.go, spend.go).
+	Spend float64
 }
 
 // Exit returns the exit the lease goes through; nil for the zero Lease.
@@ -103,7 +112,7 @@ func (l *Lease) Info() LeaseInfo {
 		Exit: l.t.exit.exit, Origin: l.t.origin.key, At: l.t.now,
 		Probe:     l.t.pairPm.Probe() || l.t.exitPm.Probe() || l.t.originPm.Probe(),
 		PairState: l.t.pairState, ExitState: l.t.exitState,
-		DryRun: l.p.dryRun, WouldRefuse: l.t.would,
+		DryRun: l.p.dryRun, WouldRefuse: l.t.would, SessionMoved: l.moved,
 	}
 }
 
@@ -119,11 +128,16 @@ func (l *Lease) Report(v Verdict) Reported {
 // first Report or Release of a lease counts; later ones do nothing. How a verdict moves the
 // breakers is the Verdict's to say: see Outcome and Scope; a Suspect one is judged first (see
 // Verdict.Suspect), unless JudgeAt judged the lease's verdict already, and Reported.Verdict says how.
-func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
+func (l *Lease) ReportAt(now time.Time, v Verdict) Reported { return l.report(now, v, Traffic{}) }
+
+// report is ReportAt for an attempt that moved tr (counted by ReportTrafficAt): it also counts
+// what the attempt cost (spend.go).
+func (l *Lease) report(now time.Time, v Verdict, tr Traffic) Reported {
 	if l.p == nil || l.done {
 		return Reported{}
 	}
 	l.done = true
+	spend := l.p.spendOn(&l.t, tr)
 	if v.Suspect && !l.judged {
 		v = l.p.judgeSuspect(now, &l.t, v, l.path) // rare: kept off the common report's path
 	}
@@ -131,8 +145,11 @@ func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
 		l.t.retries.avoidExit(l.t.exit.exit)
 	}
 	pair, exit := l.p.finish(now, &l.t, v, l.path)
+	if l.p.gateways.live.get(l.t.id) {
+		l.p.sessionReported(now, &l.t, v, pair) // a gateway's session: rotate it? (gateway_rotate.go)
+	}
 	l.p.groupsHear(&l.t, v.Outcome == Success, l.groupProbe)
-	return Reported{PairState: pair, ExitState: exit, Verdict: v}
+	return Reported{PairState: pair, ExitState: exit, Verdict: v, Spend: units(spend)}
 }
 
 // JudgeAt returns v as the lease's report would count it at now, without reporting it: a Suspect

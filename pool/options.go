@@ -79,12 +79,16 @@ type config struct {
 	inlineSweep bool
 	rand        func() uint64
 	seeded      bool
-	maxSessions int
-	gate        *ratelimit.Gate
-	limits      bool // WithRateLimits was given
-	claimer     ProbeClaimer
-	rules       []*originRule // WithOriginSettings, in the order given
-	groups      GroupSettings
+	// strictSessions: WithStrictSessions (gateway_sticky.go).
+	strictSessions bool
+	maxSessions    int
+	gate           *ratelimit.Gate
+	limits         bool // WithRateLimits was given
+	claimer        ProbeClaimer
+	rules          []*originRule // WithOriginSettings, in the order given
+	groups         GroupSettings
+	concurrency    *ConcurrencySettings // WithAdaptiveConcurrency; nil: no limits (limit.go)
+	spend          spendBook            // WithTierCost, WithTierBudget, WithBudgetSource (cost.go, budget.go)
 }
 
 func newConfig(opts []Option) (*config, error) {

@@ -35,6 +35,9 @@ func (p *Pool) PickAt(ctx context.Context, now time.Time, r Request) (Lease, err
 		p.obs.refused(ctx, r.Origin, err)
 		return Lease{}, err
 	}
+	if r.Session != "" {
+		l.moved = p.sessions.moved(r.Session, r.Origin)
+	}
 	return l, nil
 }
 
@@ -104,6 +107,7 @@ const maxTokenWaits = 16
 // returns the instant the soonest token comes and the scope of the bucket that lacks it.
 func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time, scope Scope, err error) {
 	p.maybeSweep(now)
+	p.maybeExpireSessions(now) // gateway sessions past their TTL (gateway_rotate.go)
 	originKey := r.Origin
 	o := p.liveOrigin(originKey)
 	originPm, err := p.admitOrigin(now, o)
@@ -137,9 +141,14 @@ func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time,
 		var es *exitState
 		var id uint32
 		if session != "" {
-			es = p.sessions.pinned(session, originKey, set)
+			var had, rotated bool
+			es, had, rotated = p.sessions.pinned(session, originKey, set)
 			if es != nil && (!p.sticks(now, o, es) || !r.Want.Admits(es.exit)) {
 				es = nil
+			}
+			if had && (es == nil || rotated) && p.strictSessions {
+				originPm.Release(now)
+				return time.Time{}, scopeNone, p.sessionLost(session, originKey, rotated) // gateway_sticky.go
 			}
 			if es != nil {
 				id = es.id
@@ -185,6 +194,9 @@ func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time,
 	if !c.tokenAt.IsZero() {
 		return c.tokenAt, c.tokenScope, nil
 	}
+	if c.budget != nil && c.probeAt.IsZero() {
+		return time.Time{}, scopeNone, budgetError(originKey, &c, now) // only spent tiers match
+	}
 	exits := len(set.all)
 	if view != nil {
 		exits = view.n
@@ -204,6 +216,11 @@ func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string
 	}
 	pos := set.where[es.id]
 	g := &set.groups[pos.group]
+	if p.spend.budgets != nil {
+		if c := (choice{}); p.tierSpent(now, g, nil, &c) {
+			return time.Time{}, scopeNone, budgetError(originKey, &c, now)
+		}
+	}
 	ok, at, scope := p.ready(now, o, g, pos.index, nil)
 	if !ok && scope != scopeNone {
 		return at, scope, nil
@@ -248,7 +265,8 @@ func untilPositive(t, now time.Time) time.Duration {
 
 // sticks reports whether a session pinned to es may keep using it: both breakers CLOSED.
 func (p *Pool) sticks(now time.Time, o *originState, es *exitState) bool {
-	if p.gone.get(es.id) || es.wide.State(now) != breaker.Closed || (!p.dryRun && o.kin.heldOff(now, es.id, p.probeLease)) {
+	if p.gone.get(es.id) || es.wide.State(now) != breaker.Closed || (!p.dryRun && o.kin.heldOff(now, es.id, p.probeLease)) ||
+		p.tierBudgetSpent(now, es) {
 		return false
 	}
 	pr := o.lookupPair(es.id)

@@ -47,6 +47,10 @@ type Pool struct {
 	origins map[string]*originState
 
 	sessions sessionTable
+	// gateways are the pool's provider gateways and their sessions (gateway.go); strictSessions
+	// makes a caller session that lost its exit fail (WithStrictSessions).
+	gateways       gatewayTable
+	strictSessions bool
 
 	// Per exit id, read by the picker without locks: whether the exit's own breaker is out of
 	// CLOSED (kept by the breaker's Mirror hook, under its lock), and requests in flight.
@@ -58,6 +62,7 @@ type Pool struct {
 	forgotten bitTable      // removed exits whose state is forgotten for good (lifeForgotten)
 	inflight  counterTable
 	traffic   trafficTable // bytes moved, per exit id (bytes.go)
+	spend     spendBook    // prices and budgets (cost.go, budget.go)
 	// lazyPairs: a pair gets a breaker only when it first fails (see finish). Successes of a pair
 	// with no breaker need no counting unless the failure-ratio condition is on, and it needs no
 	// bucket unless every pair is rate-limited.
@@ -69,6 +74,8 @@ type Pool struct {
 	gate    *ratelimit.Gate // never nil: at least ratelimit.Limits{}, which paces pairs that showed limits
 	limits  bool            // WithRateLimits was given: 429s without Retry-After cut paces too (AIMD)
 	claimer ProbeClaimer    // nil: probes are this pool's alone
+	// concurrency is WithAdaptiveConcurrency's settings; nil: no limits (limit.go).
+	concurrency *ConcurrencySettings
 
 	lastSweep atomic.Int64
 	sweeping  atomic.Bool
@@ -99,14 +106,18 @@ func New(opts ...Option) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.spend.build(c.ignoreTiers); err != nil {
+		return nil, err
+	}
 	p := &Pool{
 		clock: c.clock, pairPol: pairPol, exitPol: exitPol, guard: guard,
 		dryRun: c.dryRun, inline: c.inlineSweep, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
 		rand: c.rand, origins: make(map[string]*originState), lazyPairs: pairPol.Settings().FailureRatio == 0,
+		concurrency: c.concurrency, claimer: c.claimer,
 		gate:     c.gate,
 		limits:   c.limits,
-		claimer:  c.claimer,
-		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]uint32)},
+		spend:    c.spend,
+		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]pinned)},
 	}
 	if p.groups, err = newGroupConfig(c.groups); err != nil {
 		return nil, err
@@ -128,6 +139,8 @@ func New(opts ...Option) (*Pool, error) {
 	if p.gate.PairsLimited() {
 		p.lazyPairs = false
 	}
+	p.gateways.init(c.seeded, c.rand)
+	p.strictSessions = c.strictSessions
 	p.set.Store(p.buildSet(nil))
 	p.lastSweep.Store(c.clock.Now().UnixNano())
 	if err := p.Add(c.exits...); err != nil {
@@ -215,6 +228,10 @@ type originState struct {
 	// in flight per exit (load.go).
 	lat  originLatency
 	load originLoad
+	// limits is its pairs' concurrency limits; nil without WithAdaptiveConcurrency (limit.go).
+	limits *originLimits
+	// spill is its tiers' health and loads (spill.go).
+	spill originSpill
 	// traffic is the bytes its attempts moved (bytes.go).
 	traffic trafficCounter
 	// kin is what its bans taught about groups of exits, and the groups held (grouphold.go).
@@ -312,6 +329,7 @@ func (p *Pool) origin(key string) *originState {
 		o.eager = o.rule != nil && o.rule.eager
 		o.bucket = p.gate.OriginBucket(key)
 		o.guard = p.newOriginGuard(o)
+		o.limits = newOriginLimits(p.concurrency)
 		p.origins[key] = o
 	}
 	return o

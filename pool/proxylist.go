@@ -186,6 +186,9 @@ func parseListLine(text string) (*Exit, error) {
 	if err := over.check(); err != nil {
 		return nil, fmt.Errorf("proxy %s: %w", e.Label(), err)
 	}
+	if err := checkTemplateLine(e); err != nil {
+		return nil, fmt.Errorf("proxy %s: gateway: %w", e.Label(), err) // gateway_template.go
+	}
 	if over != (listOverride{}) {
 		e = e.WithPairSettings(over.pair.settings()).WithExitSettings(over.exit.settings())
 	}

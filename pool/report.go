@@ -21,6 +21,7 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 	p.endAttempt(t)
 	if latencySample(v) {
 		t.origin.lat.observe(now, t.id, now.Sub(t.now))
+		t.origin.limits.observe(now, t.id, now.Sub(t.now), t.origin.load.get(t.id)+1)
 	}
 	originsFault := t.origin.guard.observe(now, t.id, v, t.originPm, path)
 	exitPm := p.exitPermit(t)
@@ -57,7 +58,7 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 		exitPm.Neutral(now)
 	default: // pair scope
 		p.pairPermit(t).Failure(now, f)
-		if v.ConnLevel {
+		if v.ConnLevel && !p.gateways.live.get(t.id) { // a session's own failures are its own (gateway_rotate.go)
 			exitPm.Failure(now, breaker.Failure{Reason: f.Reason, MaxWindow: p.exitRest})
 		} else {
 			exitPm.Neutral(now)

@@ -34,7 +34,11 @@ type SavedBreaker struct {
 func (p *Pool) Save(now time.Time) SavedState {
 	st := SavedState{Version: SavedStateVersion, Saved: now}
 	set := p.set.Load()
+	st.Breakers = p.savedGateways(now) // a gateway's breaker under its label, its sessions' never (gateway_status.go)
 	for _, es := range set.all {
+		if es.exit.gw != nil {
+			continue
+		}
 		if s := es.wide.Save(now); s.Worth() {
 			st.Breakers = append(st.Breakers, SavedBreaker{Scope: ScopeExit, Exit: es.exit.label, Saved: s})
 		}
@@ -43,8 +47,8 @@ func (p *Pool) Save(now time.Time) SavedState {
 		o.mu.RLock()
 		for id, pr := range o.pairs {
 			es := set.byID[id]
-			if es == nil {
-				continue // the exit is out of the pool
+			if es == nil || es.exit.gw != nil {
+				continue // the exit is out of the pool, or a gateway's session: its state dies with it
 			}
 			if s := pr.b.Save(now); s.Worth() {
 				st.Breakers = append(st.Breakers, SavedBreaker{Scope: ScopePair, Exit: es.exit.label, Origin: o.key, Saved: s})
@@ -101,8 +105,8 @@ func (p *Pool) apply(now time.Time, sb SavedBreaker) (changed, known bool) {
 		return false, false
 	}
 	es := p.set.Load().byLabel[sb.Exit]
-	if es == nil {
-		return false, false
+	if es == nil || es.exit.gw != nil {
+		return p.applyGateway(now, sb, es) // gateway_status.go
 	}
 	if sb.Scope == ScopeExit {
 		return es.wide.Restore(now, sb.Saved), true

@@ -80,6 +80,11 @@ func (r SyncResult) String() string {
 func (p *Pool) Sync(exits []*Exit) (SyncResult, error) {
 	p.mu.Lock()
 	old := p.set.Load()
+	exits, made, kept, err := p.expandGateways(exits, nil, true) // templates → sessions (gateway.go)
+	if err != nil {
+		p.mu.Unlock()
+		return SyncResult{}, err
+	}
 	if err := checkExits(exits, nil); err != nil {
 		p.mu.Unlock()
 		return SyncResult{}, err
@@ -133,6 +138,7 @@ func (p *Pool) Sync(exits []*Exit) (SyncResult, error) {
 	}
 	rs.finish(p)
 	p.retire(removed, true)
+	p.settleGateways(made, kept, true)
 	for _, es := range dropped {
 		p.gone.set(es.id, true)
 	}

@@ -32,9 +32,15 @@ type Table struct {
 	Hints map[string]string `json:"hints"`
 	// Grid is the exit × origin grid, bounded in rows and columns.
 	Grid Grid `json:"grid"`
+	// Gateways are the provider gateways with their sessions (gateways.go); their sessions are
+	// rows of Exits too.
+	Gateways []GatewayRow `json:"gateways"`
 	// Groups are the groups of exits held for an origin (pool.GroupHold: several members banned
 	// there, the others held to one attempt at a time until one is served).
 	Groups []pool.GroupHold `json:"groups"`
+	// Budgets are the pool's tier budgets and what is left of each in its current period
+	// (pool.BudgetStatus; README, Cost and budgets); absent when the pool has none.
+	Budgets []pool.BudgetStatus `json:"budgets,omitempty"`
 }
 
 // Summary counts what the table holds, before any row limit. The exit counts add up:
@@ -95,6 +101,9 @@ type ExitRow struct {
 	// Bytes is what the exit carried to and from its proxy since it joined the pool
 	// (pool.ExitStatus.Bytes).
 	Bytes pool.Traffic `json:"bytes"`
+	// Spend is what those bytes and the exit's attempts cost, in the pool's cost unit
+	// (pool.ExitStatus.Spend); 0 for an exit without prices.
+	Spend float64 `json:"spend"`
 }
 
 // PairRow is one (exit, origin) breaker. ExitParked marks pairs whose exit is parked: the pair's own
@@ -156,6 +165,7 @@ func build(s pool.Snapshot, l layout) Table {
 	t := Table{At: s.At, Exits: []ExitRow{}, Pairs: []PairRow{}, Origins: []OriginRow{}, Actions: []Action{},
 		Hints: map[string]string{}, Groups: []pool.GroupHold{}} // [] and {} in JSON, not null
 	t.Groups = append(t.Groups, s.Groups...)
+	t.Budgets = s.Budgets
 	labels := make([]string, 0, len(s.Exits))
 	for _, e := range s.Exits {
 		labels = append(labels, e.Exit)
@@ -171,7 +181,7 @@ func build(s pool.Snapshot, l layout) Table {
 	exitAt := make(map[string]int, len(s.Exits))
 	for _, e := range s.Exits {
 		exitAt[e.Exit] = len(t.Exits)
-		t.Exits = append(t.Exits, ExitRow{Exit: e.Exit, Tier: e.Tier, Weight: e.Weight, InFlight: e.InFlight, Bytes: e.Bytes,
+		t.Exits = append(t.Exits, ExitRow{Exit: e.Exit, Tier: e.Tier, Weight: e.Weight, InFlight: e.InFlight, Bytes: e.Bytes, Spend: e.Spend,
 			Breaker: view(e.Breaker, s.At), Display: name(e.Exit)})
 	}
 	origins := map[string]bool{}
@@ -234,6 +244,7 @@ func build(s pool.Snapshot, l layout) Table {
 	t.Actions = actions(t.Exits, t.Pairs, t.Origins)
 	addHints(t.Hints, t.Exits, t.Pairs, t.Origins)
 	t.Grid = buildGrid(t.Exits, t.Pairs, t.Origins, l)
+	t.Gateways = gatewayRows(s)
 
 	slices.SortStableFunc(t.Exits, compareExits)
 	slices.SortStableFunc(t.Pairs, func(a, b PairRow) int {

@@ -22,9 +22,10 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // exitChain is one exit's per-attempt chain: its own *http.Transport (nil with WithBase) wrapped
 // by the exit middleware, built on first use.
 type exitChain struct {
-	once sync.Once
-	own  *http.Transport
-	rt   http.RoundTripper
+	once  sync.Once
+	own   *http.Transport
+	rt    http.RoundTripper
+	conns *sessionConns // a gateway session's open connections (gateway_conns.go); nil for other exits
 }
 
 // exitRoundTripper returns e's chain, building it the first time. One *http.Transport per exit is
@@ -39,7 +40,8 @@ func (t *Transport) exitRoundTripper(e *pool.Exit) http.RoundTripper {
 	c.once.Do(func() {
 		rt := t.base
 		if rt == nil {
-			c.own = newExitTransport(t.pool, e, t.template, t.resolver)
+			c.conns = newSessionConns(e)
+			c.own = newExitTransport(t.pool, e, t.template, t.resolver, c.conns)
 			rt = c.own
 		}
 		for i := len(t.exitMW) - 1; i >= 0; i-- {
@@ -68,5 +70,6 @@ func (o exitRemoved) ExitRemoved(e *pool.Exit) {
 		c := v.(*exitChain)
 		c.once.Do(func() {}) // a chain built concurrently is not half-built when closed
 		c.closeIdle()
+		c.conns.closeAll() // no tunnel outlives its gateway session
 	}
 }

@@ -33,10 +33,12 @@ func DefaultBaseTemplate() *http.Transport {
 
 // newExitTransport builds e's transport; p, when not nil, is the pool that counts what e's
 // connections carried beyond their attempts' claims (traffic.go).
-func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, resolver *net.Resolver) *http.Transport {
+func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, resolver *net.Resolver, conns *sessionConns) *http.Transport {
 	tr := template.Clone()
-	counter := connCounter{pool: p, exit: e}
+	counter := connCounter{pool: p, exit: e, conns: conns}
 	label := e.Label()
+	// TODO(issue 27): a gateway session's egress IP, when its line names the provider's header, is
+	// read here from the CONNECT reply and handed to the pool with the verdict.
 	tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
 		if res.StatusCode != http.StatusOK {
 			// The header goes with the error: the proxy's markers say what the refusal means.
@@ -78,5 +80,5 @@ func NewExitTransport(e *pool.Exit, template *http.Transport, resolver *net.Reso
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
-	return newExitTransport(nil, e, template, resolver), nil
+	return newExitTransport(nil, e, template, resolver, nil), nil
 }

@@ -42,13 +42,15 @@ type countedConn struct {
 // carried that no attempt claimed is counted when it closes (pool.Pool.AddTraffic), for the exit
 // and for the origin of the attempt that dialled it.
 type connCounter struct {
-	pool *pool.Pool // nil: NewExitTransport's, whose connections no pool counts
-	exit *pool.Exit
+	pool  *pool.Pool // nil: NewExitTransport's, whose connections no pool counts
+	exit  *pool.Exit
+	conns *sessionConns // a gateway session's open connections; nil for other exits
 }
 
 // wrap returns c counted; ctx is the dial's, which carries the dialling attempt's values.
 func (k connCounter) wrap(ctx context.Context, c net.Conn) *countedConn {
 	cc := &countedConn{Conn: c, owner: k}
+	k.conns.add(cc)
 	if k.pool == nil {
 		return cc
 	}
@@ -62,6 +64,7 @@ func (k connCounter) wrap(ctx context.Context, c net.Conn) *countedConn {
 // (its close_notify) has been written by then; counting first means that once the proxy sees the
 // connection end, the totals hold all it carried.
 func (c *countedConn) Close() error {
+	c.owner.conns.remove(c)
 	if c.owner.pool != nil {
 		c.owner.pool.AddTraffic(c.owner.exit, c.origin, c.claim())
 	}
@@ -227,4 +230,16 @@ type keyRecorder struct {
 func (k *keyRecorder) Value(key any) any {
 	k.key = key
 	return nil
+}
+
+// ConnTraffic returns what c, a connection an exit transport dialled (NewExitTransport's, or a
+// Transport's), has carried to and from its proxy so far, and whether c is such a connection: c
+// itself, or a TLS or SOCKS5 connection around one. For tools that send through NewExitTransport
+// without a pool, such as package probe, which reads it per probe. Safe for concurrent use.
+func ConnTraffic(c net.Conn) (pool.Traffic, bool) {
+	cc := countedOf(c)
+	if cc == nil {
+		return pool.Traffic{}, false
+	}
+	return pool.Traffic{Sent: cc.sent.Load(), Received: cc.received.Load()}, true
 }

@@ -31,6 +31,13 @@
 // request: the proxy records both ends of every upstream connection it dials before it sends a byte
 // on it, and the origin looks up the request's connection (Registry.Lookup(r)).
 //
+// A Gateway (StartGateway) is a proxy that behaves like a residential provider's gateway: the
+// username picks a sticky session ("acct-session-ID"), each session's upstream connections leave
+// from its own loopback source address (127.0.0.10 to 127.0.0.250 by default), sessions are
+// recycled after a TTL, a username without a session gets a fresh address per request, the
+// address may be reported in a response header, and it can be made to refuse connections. A
+// BanOrigin judges clients by the address it sees and bans them.
+//
 // Close shuts a proxy down completely: the listener, every client and upstream connection, and
 // every goroutine it started have gone when Close returns, so tests can check for leaks with
 // go.uber.org/goleak.

@@ -42,7 +42,8 @@ func removeHopHeaders(h http.Header) {
 // connection and copies the response back. It reports whether the client connection can carry
 // another request.
 func (p *Proxy) forward(c net.Conn, req *http.Request) (keepAlive bool) {
-	if !p.authorized(req.Header) {
+	from, ok := p.admit(req.Header)
+	if !ok {
 		p.rejectAuth(c)
 		return false
 	}
@@ -62,7 +63,7 @@ func (p *Proxy) forward(c net.Conn, req *http.Request) (keepAlive bool) {
 	if !p.pause(p.cfg.Latency) {
 		return false
 	}
-	up, err := p.dial(target)
+	up, err := p.dial(target, from)
 	if err != nil {
 		p.reply(c, http.StatusBadGateway, "dial "+target+": "+err.Error())
 		return false
@@ -95,6 +96,9 @@ func (p *Proxy) forward(c net.Conn, req *http.Request) (keepAlive bool) {
 	}
 	defer resp.Body.Close()
 	removeHopHeaders(resp.Header)
+	if h := p.gw.addrHeader(); h != "" {
+		resp.Header.Set(h, from.String())
+	}
 	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
 	resp.Close = clientClose
 	// Response.Write closes a response of unknown length that is not chunked; mirror its rule

@@ -93,8 +93,12 @@ func (c Config) validate() error {
 // Proxy is a forward proxy listening on 127.0.0.1. Its methods are safe for concurrent use.
 // Create one with Start and stop it with Close.
 type Proxy struct {
-	cfg Config
-	ln  net.Listener
+	cfg  Config
+	ln   net.Listener // guarded by mu once serving: a gateway may stop and resume listening
+	addr string
+	// gw, when set, makes the proxy a provider's gateway (gateway.go): it judges the credentials
+	// and chooses the source address of every upstream dial.
+	gw *Gateway
 
 	// ctx is cancelled by Close; it cuts short dials and Latency waits.
 	ctx    context.Context
@@ -124,6 +128,11 @@ func Start(cfg Config) (*Proxy, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	return start(cfg, nil)
+}
+
+// start listens and serves; gw, when not nil, makes the proxy a gateway.
+func start(cfg Config, gw *Gateway) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, errors.New("proxytest: listen: " + err.Error())
@@ -132,18 +141,20 @@ func Start(cfg Config) (*Proxy, error) {
 	p := &Proxy{
 		cfg:     cfg,
 		ln:      ln,
+		addr:    ln.Addr().String(),
+		gw:      gw,
 		ctx:     ctx,
 		cancel:  cancel,
 		conns:   make(map[net.Conn]struct{}),
 		hangups: make(chan struct{}, 1),
 	}
 	p.wg.Add(1)
-	go p.acceptLoop()
+	go p.acceptLoop(ln)
 	return p, nil
 }
 
 // Addr returns the address the proxy listens on, "127.0.0.1:PORT".
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.addr }
 
 // URL returns a new http://127.0.0.1:PORT URL for the proxy (socks5://127.0.0.1:PORT with
 // Config.SOCKS5), carrying Config.User and Config.Pass as its user information when User is set:
@@ -193,8 +204,10 @@ func (p *Proxy) Rejected() int64 { return p.rejected.Load() }
 func (p *Proxy) Close() error {
 	p.closeOnce.Do(func() {
 		p.cancel()
-		p.closeErr = p.ln.Close()
 		p.mu.Lock()
+		if p.ln != nil {
+			p.closeErr = p.ln.Close()
+		}
 		conns := p.conns
 		p.conns = nil
 		p.closed = true
@@ -207,10 +220,10 @@ func (p *Proxy) Close() error {
 	return p.closeErr
 }
 
-func (p *Proxy) acceptLoop() {
+func (p *Proxy) acceptLoop(ln net.Listener) {
 	defer p.wg.Done()
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) || !p.pause(acceptRetryDelay) {
 				return
@@ -229,6 +242,35 @@ func (p *Proxy) acceptLoop() {
 			p.serve(c)
 		}()
 	}
+}
+
+// stopListening closes the listener, so that connections to the proxy's address are refused,
+// and leaves open connections alone. It does nothing when the proxy is closed or not listening.
+func (p *Proxy) stopListening() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.ln == nil {
+		return
+	}
+	p.ln.Close()
+	p.ln = nil
+}
+
+// resumeListening listens again on the proxy's address after stopListening.
+func (p *Proxy) resumeListening() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		return errors.New("proxytest: listen again on " + p.addr + ": " + err.Error())
+	}
+	p.ln = ln
+	p.wg.Add(1)
+	go p.acceptLoop(ln)
+	return nil
 }
 
 // track adds c to the connections Close closes. It reports false, and leaves c alone, when the

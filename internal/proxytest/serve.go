@@ -54,6 +54,15 @@ func isHangup(err error) bool {
 		errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
 }
 
+// admit judges the credentials in h and returns the source address the upstream dial binds to
+// (the zero Addr: the kernel's choice). A gateway judges its own (Gateway.admit).
+func (p *Proxy) admit(h http.Header) (netip.Addr, bool) {
+	if p.gw != nil {
+		return p.gw.admit(h)
+	}
+	return netip.Addr{}, p.authorized(h)
+}
+
 // authorized reports whether h carries the credentials the proxy expects.
 func (p *Proxy) authorized(h http.Header) bool {
 	if p.cfg.User == "" {
@@ -122,13 +131,17 @@ func loopbackTarget(host, port string) (string, bool) {
 	return net.JoinHostPort(ip.String(), port), true
 }
 
-// dial connects to a loopback target, registers the connection and tracks the
-// connection, all before the caller can write on it. The caller must untrack it when done.
-func (p *Proxy) dial(target string) (net.Conn, error) {
+// dial connects to a loopback target from source address from (the zero Addr: the kernel's
+// choice), registers the connection and tracks the connection, all before the caller can write on
+// it. The caller must untrack it when done.
+func (p *Proxy) dial(target string, from netip.Addr) (net.Conn, error) {
 	d := net.Dialer{Timeout: DialTimeout}
-	if p.cfg.SourceAddr != "" {
+	if !from.IsValid() && p.cfg.SourceAddr != "" {
 		// validate checked it: a loopback IP address.
-		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(p.cfg.SourceAddr)}
+		from, _ = netip.ParseAddr(p.cfg.SourceAddr)
+	}
+	if from.IsValid() {
+		d.LocalAddr = &net.TCPAddr{IP: from.AsSlice()}
 	}
 	up, err := d.DialContext(p.ctx, "tcp", target)
 	if err != nil {

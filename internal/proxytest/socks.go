@@ -95,7 +95,7 @@ func (p *Proxy) serveSOCKS(c net.Conn) {
 	if !p.pause(p.cfg.Latency) {
 		return
 	}
-	up, err := p.dial(target)
+	up, err := p.dial(target, netip.Addr{})
 	if err != nil {
 		code := byte(socksGeneralFailure)
 		if errors.Is(err, syscall.ECONNREFUSED) {

@@ -14,7 +14,8 @@ const established = "HTTP/1.1 200 Connection established\r\n\r\n"
 // connection until both directions have ended. br holds whatever the client sent after the
 // request head; it is relayed first.
 func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
-	if !p.authorized(req.Header) {
+	from, ok := p.admit(req.Header)
+	if !ok {
 		p.rejectAuth(c)
 		return
 	}
@@ -38,14 +39,18 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 	if !p.pause(p.cfg.Latency) {
 		return
 	}
-	up, err := p.dial(target)
+	up, err := p.dial(target, from)
 	if err != nil {
 		p.reply(c, http.StatusBadGateway, "dial "+target+": "+err.Error())
 		return
 	}
 	defer p.untrack(up)
 	p.connects.Add(1)
-	if _, err := io.WriteString(c, established); err != nil {
+	reply := established
+	if h := p.gw.addrHeader(); h != "" {
+		reply = "HTTP/1.1 200 Connection established\r\n" + h + ": " + from.String() + "\r\n\r\n"
+	}
+	if _, err := io.WriteString(c, reply); err != nil {
 		return
 	}
 	p.pipe(c, up, br)

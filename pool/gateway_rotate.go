@@ -1,0 +1,141 @@
+package pool
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+)
+
+// Rotation: a gateway replaces a session instead of waiting for it (gateway.go). A replacement is
+// an exit-set change like Add's — a new exit with a new id takes the old one's place, the old one
+// is forgotten (its pair breakers dropped at the next sweep, never restored) and observers hear
+// ExitRemoved for it, so a transport closes its connections — made on the report that judged the
+// session, or on the pick that finds a session past its TTL, with no lock held on either path.
+
+// RotationReason says why a gateway replaced a session.
+type RotationReason uint8
+
+// The reasons.
+const (
+	// RotationBlocked: an origin banned the session's IP (a block, or a plain 403 judged a ban).
+	RotationBlocked RotationReason = iota
+	// RotationConnection: the session's own connection failures tripped its breaker.
+	RotationConnection
+	// RotationTTL: the session reached the gateway's session-ttl.
+	RotationTTL
+	rotationReasons
+)
+
+var rotationNames = [rotationReasons]string{"blocked", "connection", "ttl"}
+
+// String returns "blocked", "connection" or "ttl".
+func (r RotationReason) String() string {
+	if r < rotationReasons {
+		return rotationNames[r]
+	}
+	return "unknown"
+}
+
+// SessionRotation is one session a gateway replaced. It names sessions by label, never by their
+// minted ids.
+type SessionRotation struct {
+	Gateway  string // the gateway's label
+	Old, New *Exit  // the retired session and its replacement
+	Reason   RotationReason
+	Origin   string // the origin that banned it (RotationBlocked); else empty
+	At       time.Time
+	// Followers is how many caller sessions (Request.Session, per origin) were pinned to Old and
+	// now follow New: their next leases say SessionMoved.
+	Followers int
+}
+
+// SessionObserver is implemented by observers that want to hear of session rotations. An
+// Observer given to the pool that also implements it is called after each rotation, with no lock
+// held, possibly concurrently; it must be quick.
+type SessionObserver interface {
+	SessionRotated(r SessionRotation)
+}
+
+// sessionReported is the report path's look at a verdict on a live session of a rotating
+// gateway (Lease.ReportAt): a ban rotates it, and so does a trip of its own breaker on connection
+// failures.
+func (p *Pool) sessionReported(now time.Time, t *ticket, v Verdict, pairAfter breaker.State) {
+	s := p.gateways.session(t.id)
+	if s == nil || s.done.Load() {
+		return
+	}
+	switch {
+	case v.Class == ClassBlocked && pairAfter != breaker.Closed:
+		p.rotateSession(now, s, RotationBlocked, t.origin.key)
+	case v.Outcome == Transient && v.ConnLevel && v.Scope == ScopePair:
+		if pm, ok := s.own.ClosedPermit(); ok {
+			pm.Failure(now, breaker.Failure{Reason: string(v.Class)})
+		}
+		if s.own.State(now) != breaker.Closed {
+			p.rotateSession(now, s, RotationConnection, "")
+		}
+	}
+}
+
+// rotateSession retires s and puts a freshly minted session in its place, at now. A session
+// already retired is left alone: a second ban on it counts nothing.
+func (p *Pool) rotateSession(now time.Time, s *gwSession, why RotationReason, origin string) {
+	g := s.g
+	p.mu.Lock()
+	old := p.set.Load()
+	es := old.byID[s.id]
+	if s.done.Load() || p.gateways.byLabel[g.exit.label] != g || es == nil {
+		p.mu.Unlock()
+		return
+	}
+	ns := g.mint(&p.gateways, p, s.slot, now)
+	all := slices.Clone(old.all)
+	all[slices.Index(all, es)] = p.newSessionState(ns.exit, es.tune)
+	p.set.Store(p.buildSet(all))
+	s.done.Store(true)
+	p.retire([]*exitState{es}, false)
+	p.indexSessions()
+	followers := p.sessions.follow(s.id, ns.id)
+	p.mu.Unlock()
+
+	g.rotations[why].Add(1)
+	if why == RotationConnection {
+		// A gateway that loses session after session to connection failures is itself failing:
+		// its breaker counts each loss, and parks every session once they add up.
+		if pm, ok := g.wide.ClosedPermit(); ok {
+			pm.Failure(now, breaker.Failure{Reason: "session_" + why.String()})
+		}
+	}
+	p.tellRemoved([]*exitState{es})
+	r := SessionRotation{Gateway: g.exit.label, Old: s.exit, New: ns.exit, Reason: why, Origin: origin, At: now, Followers: followers}
+	for _, e := range p.obs.load() {
+		if so, ok := e.o.(SessionObserver); ok {
+			so.SessionRotated(r)
+		}
+	}
+}
+
+// maybeExpireSessions retires the sessions past their gateway's TTL at now, and replaces them. A
+// pool without sessions due reads one atomic.
+func (p *Pool) maybeExpireSessions(now time.Time) {
+	t := &p.gateways
+	if now.UnixNano() < t.due.Load() || !t.expiring.CompareAndSwap(false, true) {
+		return
+	}
+	defer t.expiring.Store(false)
+	var due []*gwSession
+	for _, s := range *t.byID.Load() {
+		if ttl := s.g.spec.ttl; ttl > 0 && !now.Before(s.born.Add(ttl)) {
+			due = append(due, s)
+		}
+	}
+	// In a fixed order, so a seeded pool mints the same ids on every run.
+	slices.SortFunc(due, func(a, b *gwSession) int {
+		return cmp.Or(cmp.Compare(a.g.exit.label, b.g.exit.label), cmp.Compare(a.n, b.n))
+	})
+	for _, s := range due {
+		p.rotateSession(now, s, RotationTTL, "")
+	}
+}
