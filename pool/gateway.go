@@ -75,6 +75,7 @@ type gateway struct {
 	open  bool // wide is out of CLOSED: every session's bit in Pool.exitOpen says so
 
 	rotations [rotationReasons]atomic.Uint64
+	egress    egressBans // egress IPs banned per origin (gateway_egress.go)
 }
 
 // gwSession is one live (or retired) session of a gateway.
