@@ -12,28 +12,40 @@ import (
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
-// A gateway that reports the IP it assigns (egress-header=): over HTTPS, an assignment to an IP
-// the target has banned is rejected on the CONNECT reply and re-dialled through a fresh session,
-// so the origin never sees that IP again while its ban lasts; a gateway that has only banned IPs
-// left fails the request with *pool.EgressBannedError after pool.MaxEgressRedials re-dials.
-func TestIntegGatewayEgressBannedIPIsRedialled(t *testing.T) {
+// egressRig starts an origin that bans an address after serving it once (for an hour), over TLS
+// or not, and a gateway with two addresses that reports them (X-Egress-IP), the pool's template
+// line naming that header with one session. It runs four requests: each address is served once,
+// then blocked once — the block tells the pool the session's IP is banned there, and the gateway
+// rotates the session. Both addresses are then banned, and held by retired sessions as far as
+// the gateway knows, so every new session is given one of them again.
+func egressRig(t *testing.T, tls bool) (*gatewayRig, *proxytest.BanOrigin, *httptest.Server) {
+	t.Helper()
 	bo := &proxytest.BanOrigin{BanAfter: 1, BanFor: time.Hour}
 	srv := httptest.NewUnstartedServer(bo)
-	srv.StartTLS()
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
-	// Two addresses: each session holds one, so a third session is given one of the two again.
 	gc := proxytest.GatewayConfig{User: "acct", Pass: "pw", AddrHeader: "X-Egress-IP",
 		First: netip.MustParseAddr("127.0.0.10"), Last: netip.MustParseAddr("127.0.0.11")}
 	r := newGatewayRig(t, gc, "sessions=1 egress-header=X-Egress-IP", []*httptest.Server{srv})
 	bo.Now = r.clk.Now
-
-	// Each address is served once (and banned from then on), then blocked once: the block tells
-	// the pool the session's IP is banned there, and the gateway rotates the session.
 	for i, want := range []int{http.StatusOK, http.StatusForbidden, http.StatusOK, http.StatusForbidden} {
 		if res := integGet(r.client, srv.URL); res.status != want {
 			t.Fatalf("request %d: %d, %v; want %d", i+1, res.status, res.err, want)
 		}
 	}
+	return r, bo, srv
+}
+
+// A gateway that reports the IP it assigns (egress-header=): over HTTPS, an assignment to an IP
+// the target has banned is rejected on the CONNECT reply and re-dialled through a fresh session,
+// so the origin never sees that IP again while its ban lasts; a gateway that has only banned IPs
+// left fails the request with *pool.EgressBannedError after pool.MaxEgressRedials re-dials.
+func TestIntegGatewayEgressBannedIPIsRedialled(t *testing.T) {
+	r, bo, srv := egressRig(t, true)
 	if got := bo.Blocks(); got != 2 {
 		t.Fatalf("origin blocked %d requests, want 2", got)
 	}
@@ -76,18 +88,7 @@ func TestIntegGatewayEgressBannedIPIsRedialled(t *testing.T) {
 // origin already, but the session assigned a banned IP is retired at once and the next request
 // leaves through another.
 func TestIntegGatewayEgressBannedIPRetiresTheSessionOverHTTP(t *testing.T) {
-	bo := &proxytest.BanOrigin{BanAfter: 1, BanFor: time.Hour}
-	srv := httptest.NewServer(bo)
-	t.Cleanup(srv.Close)
-	gc := proxytest.GatewayConfig{User: "acct", Pass: "pw", AddrHeader: "X-Egress-IP",
-		First: netip.MustParseAddr("127.0.0.10"), Last: netip.MustParseAddr("127.0.0.11")}
-	r := newGatewayRig(t, gc, "sessions=1 egress-header=X-Egress-IP", []*httptest.Server{srv})
-	bo.Now = r.clk.Now
-	for i, want := range []int{http.StatusOK, http.StatusForbidden, http.StatusOK, http.StatusForbidden} {
-		if res := integGet(r.client, srv.URL); res.status != want {
-			t.Fatalf("request %d: %d, %v; want %d", i+1, res.status, res.err, want)
-		}
-	}
+	r, _, srv := egressRig(t, false)
 	// The third session is handed a banned address: the origin sees the request (and blocks it).
 	res := integGet(r.client, srv.URL)
 	if res.status != http.StatusForbidden {
