@@ -64,6 +64,9 @@ type egressBans struct {
 	mu   sync.Mutex
 	of   map[*gwSession]netip.Addr // the IP each session was last seen with
 	bans map[egressKey]time.Time   // until when
+	// ofCap: once of holds this many, retired sessions are dropped from it (amortised: the
+	// next check is at twice the sessions kept).
+	ofCap int
 }
 
 // set records that s leaves from ip, and reports whether ip is banned for origin at now.
@@ -72,6 +75,10 @@ func (b *egressBans) set(now time.Time, s *gwSession, ip netip.Addr, origin stri
 	defer b.mu.Unlock()
 	if b.of == nil {
 		b.of, b.bans = make(map[*gwSession]netip.Addr), make(map[egressKey]time.Time)
+	}
+	if _, known := b.of[s]; !known && len(b.of) >= b.ofCap {
+		b.dropRetired()
+		b.ofCap = max(16, 2*len(b.of))
 	}
 	if b.of[s] != ip {
 		b.of[s] = ip
@@ -108,14 +115,17 @@ func (b *egressBans) heard(now time.Time, s *gwSession, origin string, v Verdict
 	b.bans[k] = now.Add(EgressBanFor)
 }
 
-// sweep drops the bans that ended by now and, when none had, the one ending soonest; and the IPs
-// of retired sessions. b.mu is held.
-func (b *egressBans) sweep(now time.Time) {
+// dropRetired forgets the IPs of retired sessions. b.mu is held.
+func (b *egressBans) dropRetired() {
 	for s := range b.of {
 		if s.done.Load() {
 			delete(b.of, s)
 		}
 	}
+}
+
+// sweep drops the bans that ended by now and, when none had, the one ending soonest. b.mu is held.
+func (b *egressBans) sweep(now time.Time) {
 	var soonest egressKey
 	var at time.Time
 	n := len(b.bans)
