@@ -33,6 +33,8 @@ type exitState struct {
 	// eager: the exit's pair settings count successes, so its pairs get a breaker on their first
 	// pick (a copy of tune.eager, where acquire reads it).
 	eager bool
+	// blocks: a rotating gateway's block rate per origin (gateway_blockrate.go); nil: not one.
+	blocks *blockRates
 }
 
 // Where an exit is in its life in the pool.
@@ -176,6 +178,7 @@ func (p *Pool) newExitState(e *Exit, t *exitTuning) *exitState {
 	es.bucket = p.gate.ExitBucket(e.label)
 	es.wide, es.wideMute, es.closedEpoch = p.newExitBreaker(es.id, p.exitPolicy(t))
 	p.keepFor(t)
+	es.blocks = newBlockRates(e)
 	return es
 }
 

@@ -43,9 +43,9 @@ import (
 // draws them from its seeded source instead, so that a simulation replays the same ids — such
 // ids are as guessable as the seed.
 
-// TODO(issue 27): rotating gateways (a username without {session}: a new IP per request) need no
-// pair breakers per IP but a block rate per (gateway, origin); and egress IPs a gateway reports
-// want health per (egress IP, origin) under the gateway.
+// Rotating gateways (rotate=request on a line without {session}: a new IP per request) are
+// plain exits with a block rate per origin instead (gateway_blockrate.go); egress IPs a gateway
+// reports (egress-header=) get health per (egress IP, origin) under it (gateway_egress.go).
 
 // gatewayMark marks a session exit: its session, and the label WithLabel("") restores.
 type gatewayMark struct {
@@ -75,6 +75,7 @@ type gateway struct {
 	open  bool // wide is out of CLOSED: every session's bit in Pool.exitOpen says so
 
 	rotations [rotationReasons]atomic.Uint64
+	egress    egressBans // egress IPs banned per origin (gateway_egress.go)
 }
 
 // gwSession is one live (or retired) session of a gateway.

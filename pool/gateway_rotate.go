@@ -25,12 +25,15 @@ const (
 	RotationConnection
 	// RotationTTL: the session reached the gateway's session-ttl.
 	RotationTTL
+	// RotationEgress: the gateway assigned the session an egress IP known banned by the origin
+	// (gateway_egress.go).
+	RotationEgress
 	rotationReasons
 )
 
-var rotationNames = [rotationReasons]string{"blocked", "connection", "ttl"}
+var rotationNames = [rotationReasons]string{"blocked", "connection", "ttl", "egress"}
 
-// String returns "blocked", "connection" or "ttl".
+// String returns "blocked", "connection", "ttl" or "egress".
 func (r RotationReason) String() string {
 	if r < rotationReasons {
 		return rotationNames[r]
@@ -66,6 +69,7 @@ func (p *Pool) sessionReported(now time.Time, t *ticket, v Verdict, pairAfter br
 	if s == nil || s.done.Load() {
 		return
 	}
+	s.g.egress.heard(now, s, t.origin.key, v) // its egress IP's health for the origin (gateway_egress.go)
 	switch {
 	case v.Class == ClassBlocked && pairAfter != breaker.Closed:
 		p.rotateSession(now, s, RotationBlocked, t.origin.key)

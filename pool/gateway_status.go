@@ -26,6 +26,9 @@ type GatewayStatus struct {
 	// Rotations counts the sessions it replaced since it joined the pool, by reason
 	// ("blocked", "connection", "ttl"); reasons never met are left out.
 	Rotations map[string]uint64 `json:"rotations,omitempty"`
+	// EgressBans is how many (egress IP, origin) bans the gateway keeps in force
+	// (egress-header=, gateway_egress.go).
+	EgressBans int `json:"egress_bans,omitempty"`
 }
 
 // Gateway returns the label of the gateway e is a session of, or "" for any other exit. A
@@ -54,7 +57,7 @@ func (p *Pool) gatewayList() []*gateway {
 func (p *Pool) gatewayStatuses(now time.Time) []GatewayStatus {
 	var out []GatewayStatus
 	for _, g := range p.gatewayList() {
-		gs := GatewayStatus{Gateway: g.exit.label, Breaker: g.wide.Snapshot(now), SessionTTL: g.spec.ttl, Rotate: g.spec.rotate}
+		gs := GatewayStatus{Gateway: g.exit.label, Breaker: g.wide.Snapshot(now), SessionTTL: g.spec.ttl, Rotate: g.spec.rotate, EgressBans: g.egress.banned(now)}
 		g.mu.Lock()
 		for _, s := range g.slots {
 			gs.Sessions = append(gs.Sessions, s.exit.label)

@@ -113,7 +113,7 @@ func parseGatewaySpec(e *Exit) (gatewaySpec, error) {
 		case "off":
 			s.rotate = false
 		default:
-			return s, fmt.Errorf("rotate %q: want on or off", v)
+			return s, fmt.Errorf("rotate %q: want on or off (rotate=request is for a line without {session})", v)
 		}
 	}
 	if v, ok := e.Attr("session-length"); ok {
@@ -193,7 +193,7 @@ func fillTemplate(tmpl string, e *Exit, id string) (string, error) {
 // (ReadExits); a plain exit passes.
 func checkTemplateLine(e *Exit) error {
 	if !isTemplate(e) {
-		return nil
+		return checkRotating(e) // gateway_blockrate.go
 	}
 	_, err := parseGatewaySpec(e)
 	return err

@@ -44,6 +44,7 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 	case v.Outcome == Success:
 		t.pairPm.Success(now)
 		exitPm.Success(now)
+		t.exit.blocks.served(now, t.origin.key) // a rotating gateway's answer (gateway_blockrate.go)
 	case v.Outcome == Neutral:
 		t.pairPm.Neutral(now)
 		exitPm.Neutral(now)
@@ -58,6 +59,9 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 	case originsFault:
 		// The origin is to blame, but it asked this exit to come back later: honour that.
 		p.pairPermit(t).Failure(now, f)
+		exitPm.Neutral(now)
+	case t.exit.blocks.absorbs(now, t, v, &f): // a rotating gateway's block, counted (gateway_blockrate.go)
+		t.pairPm.Neutral(now)
 		exitPm.Neutral(now)
 	default: // pair scope
 		p.pairPermit(t).Failure(now, f)

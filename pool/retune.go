@@ -37,6 +37,9 @@ type retunes struct {
 func (p *Pool) retune(cur *exitState, e *Exit, t *exitTuning, rs *retunes) *exitState {
 	next := *cur
 	next.exit = e
+	if (next.blocks != nil) != isRotating(e) {
+		next.blocks = newBlockRates(e) // rotate=request came or went (gateway_blockrate.go)
+	}
 	if sameOverride(cur.exit.over, e.over) {
 		return &next // the same settings: keep the tuning it was resolved with
 	}

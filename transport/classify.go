@@ -176,6 +176,11 @@ func (c *StandardClassifier) classifyError(a *Attempt) pool.Verdict {
 		// no retry fetch it again through another.
 		return pool.Verdict{Outcome: pool.Neutral, Scope: pool.ScopeOrigin, Class: pool.ClassOriginError}
 	}
+	if isEgressRejection(err) {
+		// The gateway assigned an IP the origin has banned: the request never left, the session is
+		// retired already (egress.go).
+		return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassNotAttempted}
+	}
 	var pce *ProxyConnectError
 	if errors.As(err, &pce) {
 		return c.classifyConnect(pce, a.Now)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -38,7 +39,10 @@ func TestGatewayCredentialScan(t *testing.T) {
 	tlsSrv.StartTLS()
 	t.Cleanup(tlsSrv.Close)
 
-	good, err := proxytest.StartGateway(proxytest.GatewayConfig{User: "acct", Pass: pass, AddrHeader: "X-Exit-IP"})
+	// Four addresses for three sessions: replacements are handed banned ones, which the pool
+	// rejects by the reported egress IP (egress-header=), so egress errors are scanned too.
+	good, err := proxytest.StartGateway(proxytest.GatewayConfig{User: "acct", Pass: pass, AddrHeader: "X-Exit-IP",
+		First: netip.MustParseAddr("127.0.0.10"), Last: netip.MustParseAddr("127.0.0.13")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +52,7 @@ func TestGatewayCredentialScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bad.Close() })
-	list := good.Template() + " label=good sessions=3 session-ttl=5m\n" + strings.Replace(bad.Template(), ":other@", ":Wr0ngPass@", 1) + " label=bad sessions=2\n"
+	list := good.Template() + " label=good sessions=3 session-ttl=5m egress-header=X-Exit-IP\n" + strings.Replace(bad.Template(), ":other@", ":Wr0ngPass@", 1) + " label=bad sessions=2\n"
 	exits, err := pool.ReadExits(strings.NewReader(list))
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +118,7 @@ func TestGatewayCredentialScan(t *testing.T) {
 	}
 
 	all := out.String()
-	if !strings.Contains(all, "good#") || !strings.Contains(all, "proxy_auth") {
+	if !strings.Contains(all, "good#") || !strings.Contains(all, "proxy_auth") || !strings.Contains(all, "egress IPs are banned") {
 		t.Fatalf("outputs hold no session label or 407: the scan looked at nothing\n%s", all)
 	}
 	secrets := append([]string{pass, "Wr0ngPass"}, good.SessionIDs()...)

@@ -37,12 +37,14 @@ func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, reso
 	tr := template.Clone()
 	counter := connCounter{pool: p, exit: e, conns: conns}
 	label := e.Label()
-	// TODO(issue 27): a gateway session's egress IP, when its line names the provider's header, is
-	// read here from the CONNECT reply and handed to the pool with the verdict.
-	tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
+	egress := egressHeader(e) // a gateway session's egress IP header (egress.go); "" for none
+	tr.OnProxyConnectResponse = func(ctx context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
 		if res.StatusCode != http.StatusOK {
 			// The header goes with the error: the proxy's markers say what the refusal means.
 			return &ProxyConnectError{Exit: label, StatusCode: res.StatusCode, Status: res.Status, Header: res.Header}
+		}
+		if egress != "" {
+			return connectEgress(ctx, egress, res)
 		}
 		return nil
 	}

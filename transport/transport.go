@@ -86,7 +86,7 @@ func New(p *pool.Pool, opts ...Option) (*Transport, error) {
 	if c.pages.Peek >= 0 {
 		t.pages = &c.pages
 	}
-	var h http.RoundTripper = roundTripFunc(t.roundTrip)
+	var h http.RoundTripper = roundTripFunc(t.roundTripEgress) // roundTrip, re-dialled on a banned egress IP (egress.go)
 	for i := len(c.middleware) - 1; i >= 0; i-- {
 		if h = c.middleware[i](h); h == nil {
 			return nil, fmt.Errorf("transport: WithMiddleware: middleware %d returned a nil RoundTripper", i)
@@ -216,6 +216,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if resp != nil && resp.Request == nil {
 		resp.Request = out // so that ExitFromResponse names the exit
 	}
+	responseEgress(a, exit, out, resp) // a gateway's egress IP, over plain HTTP (egress.go)
 	at := &a.at
 	*at = Attempt{Request: out, Response: resp, Err: err, Exit: exit, Origin: origin}
 	at.Now = t.clock.Now()

@@ -1,0 +1,177 @@
+package pool
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Egress IPs. Some providers report the IP a gateway assigned to a session, in a response header
+// of their choosing; a template line names it with egress-header=NAME (e.g.
+// egress-header=X-Egress-IP). The transport reads it — for HTTPS from the CONNECT reply, before
+// any byte reaches the origin; for plain HTTP from the origin's response, after the request
+// reached the origin — and hands it to the lease (Lease.SetEgress). The gateway then keeps, per
+// (egress IP, origin), whether the IP is banned there: a block through a session marks its IP
+// banned for the origin for EgressBanFor (or until a request through it is served), and a session
+// assigned such an IP is retired and replaced at once (RotationEgress) instead of being used for
+// that origin: over HTTPS the attempt is abandoned before its request is sent and re-dialled
+// through the replacement, at most MaxEgressRedials times per request (then an
+// *EgressBannedError). Egress IPs are no credentials: they may appear in errors and snapshots;
+// session ids never do. Only gateways with rotate=on (the default) keep egress health.
+
+// Egress settings.
+const (
+	// EgressBanFor is how long an egress IP stays banned for an origin after a block through it,
+	// unless a request through it is served first.
+	EgressBanFor = 30 * time.Minute
+	// MaxEgressRedials is how many times one request is re-dialled through a fresh session when
+	// the gateway assigned an IP banned by the target, before it fails with *EgressBannedError.
+	MaxEgressRedials = 3
+	// maxEgressBans bounds the (IP, origin) bans one gateway keeps; past it, ended ones are swept
+	// and then the soonest to end dropped.
+	maxEgressBans = 1 << 16
+)
+
+// ErrEgressBanned is matched (errors.Is) by the *EgressBannedError a request fails with when
+// its gateway kept assigning IPs its target had banned.
+var ErrEgressBanned = fmt.Errorf("pool: the gateway's egress IPs are banned for the origin")
+
+// EgressBannedError says that a gateway assigned, MaxEgressRedials+1 times in a row, an egress IP
+// the origin had banned. It names the gateway by label and the last IP, never a session.
+type EgressBannedError struct {
+	Gateway, Origin string
+	IP              netip.Addr
+	Tries           int
+}
+
+// Error says which gateway's IPs are banned for which origin.
+func (e *EgressBannedError) Error() string {
+	return fmt.Sprintf("pool: gateway %s: its egress IPs are banned for %s (%d assignments, the last %s)", e.Gateway, e.Origin, e.Tries, e.IP)
+}
+
+// Is makes errors.Is(err, ErrEgressBanned) true.
+func (e *EgressBannedError) Is(target error) bool { return target == ErrEgressBanned }
+
+// egressKey is one (egress IP, origin).
+type egressKey struct {
+	ip     netip.Addr
+	origin string
+}
+
+// egressBans is a gateway's egress IPs: each live session's, and the bans per origin.
+type egressBans struct {
+	mu   sync.Mutex
+	of   map[*gwSession]netip.Addr // the IP each session was last seen with
+	bans map[egressKey]time.Time   // until when
+	// ofCap: once of holds this many, retired sessions are dropped from it (amortised: the
+	// next check is at twice the sessions kept).
+	ofCap int
+}
+
+// set records that s leaves from ip, and reports whether ip is banned for origin at now.
+func (b *egressBans) set(now time.Time, s *gwSession, ip netip.Addr, origin string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.of == nil {
+		b.of, b.bans = make(map[*gwSession]netip.Addr), make(map[egressKey]time.Time)
+	}
+	if _, known := b.of[s]; !known && len(b.of) >= b.ofCap {
+		b.dropRetired()
+		b.ofCap = max(16, 2*len(b.of))
+	}
+	if b.of[s] != ip {
+		b.of[s] = ip
+	}
+	k := egressKey{ip, origin}
+	until, ok := b.bans[k]
+	if ok && !now.Before(until) {
+		delete(b.bans, k)
+		return false
+	}
+	return ok
+}
+
+// heard applies verdict v on a request of s for origin to s's egress IP, if it is known.
+func (b *egressBans) heard(now time.Time, s *gwSession, origin string, v Verdict) {
+	blocked := v.Outcome == Transient && v.Class == ClassBlocked
+	if !blocked && v.Outcome != Success {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ip, ok := b.of[s]
+	if !ok {
+		return
+	}
+	k := egressKey{ip, origin}
+	if !blocked {
+		delete(b.bans, k)
+		return
+	}
+	if _, had := b.bans[k]; !had && len(b.bans) >= maxEgressBans {
+		b.sweep(now)
+	}
+	b.bans[k] = now.Add(EgressBanFor)
+}
+
+// dropRetired forgets the IPs of retired sessions. b.mu is held.
+func (b *egressBans) dropRetired() {
+	for s := range b.of {
+		if s.done.Load() {
+			delete(b.of, s)
+		}
+	}
+}
+
+// sweep drops the bans that ended by now and, when none had, the one ending soonest. b.mu is held.
+func (b *egressBans) sweep(now time.Time) {
+	var soonest egressKey
+	var at time.Time
+	n := len(b.bans)
+	for k, until := range b.bans {
+		if !now.Before(until) {
+			delete(b.bans, k)
+		} else if at.IsZero() || until.Before(at) {
+			soonest, at = k, until
+		}
+	}
+	if len(b.bans) == n && !at.IsZero() {
+		delete(b.bans, soonest)
+	}
+}
+
+// banned returns how many (IP, origin) bans g keeps in force at now.
+func (b *egressBans) banned(now time.Time) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, until := range b.bans {
+		if now.Before(until) {
+			n++
+		}
+	}
+	return n
+}
+
+// SetEgress tells the lease the egress IP its gateway reported for the attempt (its session's
+// IP), before it is reported: the verdict then counts for (ip, origin) under the gateway too. It
+// reports whether ip is banned for the lease's origin; if it is, the session was retired and
+// replaced (RotationEgress), and the caller should abandon the attempt — Release the lease — and
+// pick again. Leases of other exits than a gateway's session (with rotate=on) ignore it and
+// report false.
+func (l *Lease) SetEgress(ip netip.Addr) bool {
+	if l.p == nil || !ip.IsValid() || !l.p.gateways.live.get(l.t.id) { // reads only what the pick set: safe from a dialing goroutine
+		return false
+	}
+	s := l.p.gateways.session(l.t.id)
+	if s == nil || s.done.Load() {
+		return false
+	}
+	now := l.p.clock.Now()
+	if !s.g.egress.set(now, s, ip.Unmap(), l.t.origin.key) {
+		return false
+	}
+	l.p.rotateSession(now, s, RotationEgress, l.t.origin.key)
+	return true
+}

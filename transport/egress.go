@@ -1,0 +1,129 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/proxybreaker/proxybreaker/pool"
+)
+
+// Egress IPs (pool/gateway_egress.go). A gateway template line may name the header its provider
+// reports the assigned IP in (egress-header=X-Egress-IP). The transport reads it:
+//
+//   - over HTTPS, from the reply to the CONNECT, in the exit transport's OnProxyConnectResponse
+//     (template.go), before any byte of the request reaches the origin. An IP the origin has
+//     banned makes the pool retire the session; the dial fails with an egress rejection, the
+//     attempt counts nothing (a neutral verdict) and the request is re-dialled through a fresh
+//     session, at most pool.MaxEgressRedials times, then fails with a *pool.EgressBannedError
+//     (errors.Is pool.ErrEgressBanned) inside the *AttemptError. A request whose body cannot be
+//     sent twice (a Body without GetBody) is not re-dialled: it fails with the rejection;
+//   - over plain HTTP, from the origin's response — the request has reached the origin by then,
+//     so the banned IP cannot be avoided for it; the session is retired all the same, and the
+//     next request for the origin leaves through a fresh one.
+//
+// Either way the IP goes to the pool with the verdict (pool.Lease.SetEgress), which keeps health
+// per (egress IP, origin) under the gateway.
+
+// egressRejectedError is a CONNECT reply that assigned an IP the origin has banned.
+type egressRejectedError struct {
+	gateway, origin string
+	ip              netip.Addr
+}
+
+func (e *egressRejectedError) Error() string {
+	return "transport: gateway " + e.gateway + " assigned egress IP " + e.ip.String() + ", banned by " + e.origin
+}
+
+// egressHeader returns the header e's gateway reports its egress IP in; "" for none.
+func egressHeader(e *pool.Exit) string {
+	if e.Gateway() == "" {
+		return ""
+	}
+	h, _ := e.Attr("egress-header")
+	return h
+}
+
+// parseEgress reads an IP from a header value ("" or garbage: the zero Addr).
+func parseEgress(v string) netip.Addr {
+	ip, err := netip.ParseAddr(strings.TrimSpace(v))
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ip.Unmap()
+}
+
+// connectEgress hands the IP a CONNECT reply reports (in header h) to the attempt that dials, and
+// rejects the tunnel when the pool says the origin has banned it. ctx is the dial's: it carries
+// the attempt's values (net/http dials with the request's context, uncancelled).
+func connectEgress(ctx context.Context, h string, res *http.Response) error {
+	a, _ := ctx.Value(attemptKey).(*attempt)
+	if a == nil {
+		return nil
+	}
+	ip := parseEgress(res.Header.Get(h))
+	if !a.lease.SetEgress(ip) {
+		return nil
+	}
+	return &egressRejectedError{gateway: a.info.Exit.Gateway(), origin: a.info.Origin, ip: ip}
+}
+
+// responseEgress hands the IP a plain-HTTP response through a gateway reports to the attempt's
+// lease. Over HTTPS the response is the origin's own and says nothing of the gateway.
+func responseEgress(a *attempt, exit *pool.Exit, out *http.Request, resp *http.Response) {
+	if resp == nil || out.URL == nil || out.URL.Scheme != "http" {
+		return
+	}
+	if h := egressHeader(exit); h != "" {
+		a.lease.SetEgress(parseEgress(resp.Header.Get(h)))
+	}
+}
+
+// isEgressRejection reports whether err is an egress rejection: the attempt never reached the
+// origin, and its session is retired already.
+func isEgressRejection(err error) bool {
+	var rej *egressRejectedError
+	return errors.As(err, &rej)
+}
+
+// roundTripEgress is roundTrip, re-dialled through a fresh session while the gateway assigns IPs
+// the origin has banned, at most pool.MaxEgressRedials times.
+func (t *Transport) roundTripEgress(req *http.Request) (*http.Response, error) {
+	for tries := 1; ; tries++ {
+		resp, err := t.roundTrip(req)
+		var rej *egressRejectedError
+		if err == nil || !errors.As(err, &rej) {
+			return resp, err
+		}
+		var ae *AttemptError
+		if tries > pool.MaxEgressRedials && errors.As(err, &ae) {
+			ae.Err = &pool.EgressBannedError{Gateway: rej.gateway, Origin: rej.origin, IP: rej.ip, Tries: tries}
+			return nil, ae
+		}
+		next, ok := rewind(req)
+		if !ok {
+			return nil, err
+		}
+		req = next
+	}
+}
+
+// rewind returns req ready to be sent again: as it is without a body, else with a fresh body from
+// GetBody; false when its body cannot be read twice.
+func rewind(req *http.Request) (*http.Request, bool) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req, true
+	}
+	if req.GetBody == nil {
+		return nil, false
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, false
+	}
+	r := *req
+	r.Body = body
+	return &r, true
+}
