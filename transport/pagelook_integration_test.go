@@ -180,8 +180,9 @@ func TestIntegSameSmallPageEverywhereTripsNothing(t *testing.T) {
 	}
 	got := count()
 	for _, x := range []string{"W", "X", "Y", "Z"} {
-		if got[x] < n/6 {
-			t.Errorf("%s carried %d of %d requests, want at least %d", x, got[x], n, n/6)
+		// A fair share is 30 (a binomial spread of ±5); an exit judged blocked carries ~2 %.
+		if got[x] < n/10 {
+			t.Errorf("%s carried %d of %d requests, want at least %d", x, got[x], n, n/10)
 		}
 		if s, ok := integPairState(tr.Pool().Snapshot(), x, integOriginKey(srv)); ok && s.State != breaker.Closed {
 			t.Errorf("pair (%s, origin) = %v, want closed: the site's own page is no block", x, s.State)
