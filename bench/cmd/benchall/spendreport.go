@@ -177,9 +177,15 @@ func onlySpend(cfg simConfig, write bool, out string) error {
 	}
 	var b strings.Builder
 	writeSpend(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }, res)
-	return printOrSplice(write, out, b.String(), func(s, text string) (string, error) {
-		if i := strings.Index(s, spendHeading); i >= 0 {
-			rest := s[i+len(spendHeading):]
+	return printOrSplice(write, out, b.String(), spliceSection(out, spendHeading, "spend"))
+}
+
+// spliceSection returns the splice that replaces the section under heading in out's text (up to
+// the next second-level heading), or adds it before the measurements when there is none.
+func spliceSection(out, heading, name string) func(s, text string) (string, error) {
+	return func(s, text string) (string, error) {
+		if i := strings.Index(s, heading); i >= 0 {
+			rest := s[i+len(heading):]
 			if j := strings.Index(rest, "\n## "); j >= 0 {
 				return s[:i] + text + rest[j+1:], nil
 			}
@@ -188,9 +194,9 @@ func onlySpend(cfg simConfig, write bool, out string) error {
 		const before = "## Overhead:"
 		i := strings.Index(s, before)
 		if i < 0 {
-			return "", fmt.Errorf("%s has neither a spend section nor %q to put one before: run the whole of benchall", out, before)
+			return "", fmt.Errorf("%s has neither a %s section nor %q to put one before: run the whole of benchall", out, name, before)
 		}
-		log.Printf("adding the spend section to %s", out)
+		log.Printf("adding the %s section to %s", name, out)
 		return s[:i] + text + s[i:], nil
-	})
+	}
 }
