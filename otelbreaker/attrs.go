@@ -92,7 +92,8 @@ const (
 const (
 	RefusalNoHealthyExit   = "no_healthy_exit"
 	RefusalOriginUnhealthy = "origin_unhealthy"
-	RefusalThrottled       = "throttled" // rate limits held the request back and it did not go
+	RefusalThrottled       = "throttled"    // rate limits held the request back and it did not go
+	RefusalBudgetSpent     = "budget_spent" // the tiers that could serve it spent their budgets
 	RefusalOther           = "other"
 )
 
@@ -149,6 +150,7 @@ const (
 	kindRefusal
 	kindWait
 	kindBytes
+	kindSpend
 )
 
 func newLabeler(originLabel func(string) string, max int) *labeler {

@@ -21,19 +21,22 @@ import (
 // trafficTally sums the bytes of the attempts it hears of.
 type trafficTally struct {
 	transport.NopObserver
-	mu  sync.Mutex
-	sum pool.Traffic
+	mu    sync.Mutex
+	sum   pool.Traffic
+	spend float64
 }
 
 func (o *trafficTally) AttemptFinished(_ context.Context, r transport.AttemptResult) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.sum = o.sum.Add(r.Bytes)
+	o.spend += r.Spend
 }
 
 // TestBytesCounter: requests through a real proxy, with credentials, count their bytes on the
 // proxybreaker.bytes counter by direction, under the exit's label and the origin — what the
-// transport reported on AttemptResult.Bytes, and never the proxy's password.
+// transport reported on AttemptResult.Bytes, and never the proxy's password; and what they cost
+// on proxybreaker.spend, the bytes × the exit's price per GB plus its price per request.
 func TestBytesCounter(t *testing.T) {
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, strings.Repeat("z", 20_000))
@@ -56,7 +59,8 @@ func TestBytesCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pool.New(pool.WithExits(exit.WithLabel("counted")))
+	const perGB, perRequest = 7.5, 0.002
+	p, err := pool.New(pool.WithExits(exit.WithLabel("counted").WithCost(pool.Cost{PerGB: perGB, PerRequest: perRequest})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +94,12 @@ func TestBytesCounter(t *testing.T) {
 		if got[k] != float64(dir.want) || dir.want <= 0 {
 			t.Errorf("%s = %v, want the attempts' %d", k, got[k], dir.want)
 		}
+	}
+	k := otelbreaker.MetricSpend + "{proxybreaker.exit.label=counted,proxybreaker.origin=" + originKey + "}"
+	want := float64(tally.sum.Sent+tally.sum.Received)*perGB/1e9 + 3*perRequest
+	// Each attempt's spend is rounded to a billionth of the unit.
+	if d, e := got[k]-want, got[k]-tally.spend; d > 3e-9 || d < -3e-9 || e > 1e-12 || e < -1e-12 {
+		t.Errorf("%s = %v, want the bytes' price %v (and the attempts' Spend %v)", k, got[k], want, tally.spend)
 	}
 	if tally.sum.Received < 3*20_000 {
 		t.Errorf("attempts received %d bytes, want at least the three bodies' %d", tally.sum.Received, 3*20_000)

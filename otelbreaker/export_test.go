@@ -67,7 +67,7 @@ func exportAll(t *testing.T) export {
 	// as the transport reports it.
 	b.obs.AttemptFinished(context.Background(), transport.AttemptResult{
 		AttemptInfo: transport.AttemptInfo{LeaseInfo: pool.LeaseInfo{Exit: b.tr.Pool().Exits()[0], Origin: "shop.example"}},
-		Bytes:       pool.Traffic{Sent: 300, Received: 4000},
+		Bytes:       pool.Traffic{Sent: 300, Received: 4000}, Spend: 0.25,
 	})
 
 	e := export{b: b, rm: b.collect(21 * time.Second)}
@@ -108,7 +108,7 @@ var allInstruments = []string{
 	otelbreaker.MetricBreakerState, otelbreaker.MetricTimeToProbe, otelbreaker.MetricBreakers,
 	otelbreaker.MetricParkedExits, otelbreaker.MetricTrips, otelbreaker.MetricGuardTrips,
 	otelbreaker.MetricAttempts, otelbreaker.MetricAttemptTime, otelbreaker.MetricRefusals,
-	otelbreaker.MetricRateLimitWait, otelbreaker.MetricBytes,
+	otelbreaker.MetricRateLimitWait, otelbreaker.MetricBytes, otelbreaker.MetricSpend,
 }
 
 // ours returns the families of the observer's instruments (not the exporter's target_info).

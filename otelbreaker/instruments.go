@@ -20,6 +20,7 @@ const (
 	MetricRefusals      = "proxybreaker.refusals"
 	MetricRateLimitWait = "proxybreaker.ratelimit.wait"
 	MetricBytes         = "proxybreaker.bytes"
+	MetricSpend         = "proxybreaker.spend"
 )
 
 // State values of the proxybreaker.breaker.state gauge.
@@ -49,6 +50,7 @@ type instruments struct {
 	refusals    metric.Int64Counter
 	wait        metric.Float64Histogram
 	bytes       metric.Int64Counter
+	spend       metric.Float64Counter
 }
 
 // newInstruments creates every instrument on m. An instrument the meter cannot create is reported
@@ -97,6 +99,9 @@ func newInstruments(m metric.Meter) *instruments {
 	in.bytes, err = m.Int64Counter(MetricBytes, metric.WithUnit("By"),
 		metric.WithDescription("Bytes attempts moved to (transmit) and from (receive) the proxy, as counted on the exit's connections: headers, bodies, and CONNECT, SOCKS5 and TLS."))
 	handle()
+	in.spend, err = m.Float64Counter(MetricSpend, metric.WithUnit("{unit}"),
+		metric.WithDescription("What attempts cost, in the pool's currency-free cost unit: their bytes at the exit's price per GB plus its price per request."))
+	handle()
 
 	var nm noop.Meter
 	if in.state == nil {
@@ -131,6 +136,9 @@ func newInstruments(m metric.Meter) *instruments {
 	}
 	if in.bytes == nil {
 		in.bytes, _ = nm.Int64Counter(MetricBytes)
+	}
+	if in.spend == nil {
+		in.spend, _ = nm.Float64Counter(MetricSpend)
 	}
 	return &in
 }

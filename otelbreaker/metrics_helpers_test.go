@@ -64,6 +64,8 @@ func pointSets(t *testing.T, rm metricdata.ResourceMetrics) map[string][]attribu
 			switch d := m.Data.(type) {
 			case metricdata.Sum[int64]:
 				out[m.Name] = attributeSets(d.DataPoints)
+			case metricdata.Sum[float64]:
+				out[m.Name] = attributeSets(d.DataPoints)
 			case metricdata.Gauge[int64]:
 				out[m.Name] = attributeSets(d.DataPoints)
 			case metricdata.Gauge[float64]:

@@ -160,6 +160,10 @@ func instrumentKind(d metricdata.Aggregation) string {
 		if d.IsMonotonic {
 			return "Int64Counter"
 		}
+	case metricdata.Sum[float64]:
+		if d.IsMonotonic {
+			return "Float64Counter"
+		}
 	case metricdata.Histogram[float64]:
 		return "Float64Histogram"
 	}

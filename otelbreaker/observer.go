@@ -211,7 +211,7 @@ func (o *Observer) startAttributes(span trace.Span, a *transport.AttemptInfo) {
 }
 
 // AttemptFinished records the attempt's verdict: span attributes and events, then the span's end,
-// the attempts counter, the duration histogram and the bytes counter.
+// the attempts counter, the duration histogram, and the bytes and spend counters.
 func (o *Observer) AttemptFinished(ctx context.Context, r transport.AttemptResult) {
 	v := &r.Verdict
 	exit, origin := o.lab.labels(r.Exit.Label(), r.Origin)
@@ -223,6 +223,9 @@ func (o *Observer) AttemptFinished(ctx context.Context, r transport.AttemptResul
 	}
 	if r.Bytes.Received > 0 {
 		o.in.bytes.Add(ctx, r.Bytes.Received, o.lab.option(optKey{kind: kindBytes, exit: exit, origin: origin, a: directionReceive}, buildBytes).add...)
+	}
+	if r.Spend > 0 {
+		o.in.spend.Add(ctx, r.Spend, o.lab.option(optKey{kind: kindSpend, exit: exit, origin: origin}, buildSpend).add...)
 	}
 
 	ac, _ := ctx.Value(spanKey{}).(*attemptCtx)
@@ -282,6 +285,10 @@ const (
 func buildBytes(k optKey) attribute.Set {
 	kv := exitOrigin(make([]attribute.KeyValue, 0, 3), k.exit, k.origin)
 	return attribute.NewSet(append(kv, semconv.NetworkIODirectionKey.String(k.a))...)
+}
+
+func buildSpend(k optKey) attribute.Set {
+	return attribute.NewSet(exitOrigin(make([]attribute.KeyValue, 0, 2), k.exit, k.origin)...)
 }
 
 func buildDuration(k optKey) attribute.Set {
@@ -365,6 +372,7 @@ func (o *Observer) Refused(ctx context.Context, origin string, err error) {
 	var nh *pool.NoHealthyExitError
 	var ou *pool.OriginUnhealthyError
 	var th *pool.ThrottledError
+	var bs *pool.BudgetSpentError
 	switch {
 	case errors.As(err, &nh):
 		reason, retryIn = RefusalNoHealthyExit, nh.RetryIn
@@ -372,6 +380,8 @@ func (o *Observer) Refused(ctx context.Context, origin string, err error) {
 		reason, retryIn = RefusalOriginUnhealthy, ou.RetryIn
 	case errors.As(err, &th):
 		reason, retryIn = RefusalThrottled, th.RetryIn
+	case errors.As(err, &bs):
+		reason, retryIn = RefusalBudgetSpent, bs.RetryIn
 	}
 	_, label := o.lab.labels("", origin)
 	o.in.refusals.Add(ctx, 1, o.lab.option(optKey{kind: kindRefusal, origin: label, a: reason}, buildRefusal).add...)

@@ -281,6 +281,9 @@ var errNoInstrument = errors.New("test: no instrument for you")
 func (failingMeter) Int64Counter(string, ...metric.Int64CounterOption) (metric.Int64Counter, error) {
 	return nil, errNoInstrument
 }
+func (failingMeter) Float64Counter(string, ...metric.Float64CounterOption) (metric.Float64Counter, error) {
+	return nil, errNoInstrument
+}
 func (failingMeter) Float64Histogram(string, ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
 	return nil, errNoInstrument
 }

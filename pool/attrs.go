@@ -92,6 +92,9 @@ func checkAttr(key, value string) error {
 	if err := checkAttrKey(key); err != nil {
 		return err
 	}
+	if err := checkCostAttr(key, value); err != nil {
+		return err
+	}
 	if value == "" || len(value) > maxAttrValue {
 		return fmt.Errorf("attribute %s: value of %d bytes, want 1 to %d", key, len(value), maxAttrValue)
 	}

@@ -32,11 +32,14 @@ func (l *Lease) ReportTrafficAt(now time.Time, v Verdict, tr Traffic) Reported {
 		l.p.traffic.counter(l.t.id).add(tr)
 		l.t.origin.traffic.add(tr)
 	}
-	return l.ReportAt(now, v)
+	return l.report(now, v, tr)
 }
 
 // trafficCounter is a running Traffic total, safe for concurrent use.
-type trafficCounter struct{ sent, received atomic.Int64 }
+type trafficCounter struct {
+	sent, received atomic.Int64
+	spend          atomic.Int64 // nano-units (spend.go)
+}
 
 func (c *trafficCounter) add(t Traffic) {
 	c.sent.Add(t.Sent)
@@ -103,6 +106,7 @@ func (t *trafficTable) counter(id uint32) *trafficCounter {
 type OriginTraffic struct {
 	Origin string  `json:"origin"`
 	Bytes  Traffic `json:"bytes"`
+	Spend  float64 `json:"spend,omitempty"` // what the attempts cost, in the pool's cost unit (spend.go)
 }
 
 // AddTraffic counts tr, bytes that moved through e for origin outside any lease's report, towards
@@ -125,5 +129,8 @@ func (p *Pool) AddTraffic(e *Exit, origin string, tr Traffic) {
 	p.omu.RUnlock()
 	if o != nil && !o.isDead() {
 		o.traffic.add(tr)
+	} else {
+		o = nil
 	}
+	p.spendOutside(es, o, tr)
 }

@@ -3,6 +3,7 @@ package pool
 import (
 	"container/heap"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,9 +32,10 @@ const dueSwept = -1
 type dueTable struct {
 	mu        sync.Mutex
 	entries   dueHeap
-	compacted int          // entries kept by the last compaction
-	min       atomic.Int64 // the top's key; MaxInt64 when empty (nothing out of CLOSED)
-	cleaned   atomic.Int64 // when a passed bound was last looked at (Unix ns)
+	compacted int                  // entries kept by the last compaction
+	min       atomic.Int64         // the top's key; MaxInt64 when empty (nothing out of CLOSED)
+	top       atomic.Pointer[pair] // the top's pair, published with min (dueProbe)
+	cleaned   atomic.Int64         // when a passed bound was last looked at (Unix ns)
 }
 
 type dueEntry struct {
@@ -102,9 +104,11 @@ func (d *dueTable) dropStaleLocked() {
 		heap.Pop(&d.entries)
 	}
 	if len(d.entries) == 0 {
+		d.top.Store(nil)
 		d.min.Store(math.MaxInt64)
 		return
 	}
+	d.top.Store(d.entries[0].pr)
 	d.min.Store(d.entries[0].key)
 }
 
@@ -149,4 +153,54 @@ func (pr *pair) probeBack(now time.Time) {
 	if pr.due.Load() > now.UnixNano() {
 		pr.origin.due.set(pr, max(now.UnixNano(), 1))
 	}
+}
+
+// The same heap schedules probes. A pick draws its candidates at random, so a pair whose cooldown
+// has ended waited for a draw to hit it: at 100 picks a second, half a second among 10 exits but
+// seconds among 1,000 and minutes among 10,000 (TestDueProbeWaitFlatInExits). The pair at the
+// top of the heap is the one whose probe is due first: a pick looks at it before it samples, and
+// takes it when its probe is due and it may be sent now. Sending the probe moves the pair's key
+// (noteDue), which brings the next due pair to the top — one due probe per pick, in due order,
+// whatever the size of the pool. A pick finds the top with two atomic loads (the bound, then the
+// pair); when nothing is due, with one.
+
+// dueProbe returns the exit of group gi of set whose pair with o is the first due for a probe, if
+// its probe is due at now, the exit is among those the pick may draw (sub, avoid), and its
+// breakers and buckets would admit it now; else nil.
+func (p *Pool) dueProbe(now time.Time, o *originState, set *exitSet, gi int, sub *subset, avoid *Retries) (*exitState, uint32) {
+	d := &o.due
+	m := d.min.Load()
+	if now.UnixNano() < m {
+		return nil, 0 // nothing due (or nothing out of CLOSED: m is MaxInt64)
+	}
+	pr := d.top.Load()
+	if pr == nil || pr.due.Load() != m {
+		// The top moved on without a transition that cleans the heap (a pair closed): clean it,
+		// at most once per dueClean, and look again.
+		if _, ok := d.notBefore(now); ok {
+			return nil, 0
+		}
+		if m, pr = d.min.Load(), d.top.Load(); now.UnixNano() < m || pr == nil || pr.due.Load() != m {
+			return nil, 0
+		}
+	}
+	pos, ok := set.where[pr.id]
+	if !ok || pos.group != gi || !inSubset(sub, pos.index) {
+		return nil, 0
+	}
+	g := &set.groups[gi]
+	if ok, _, _ := p.ready(now, o, g, pos.index, avoid); !ok {
+		return nil, 0
+	}
+	return g.exits[pos.index], pr.id
+}
+
+// inSubset reports whether group index i is among the exits of sub (nil: the whole group). A
+// subset's indexes are ascending.
+func inSubset(sub *subset, i int) bool {
+	if sub == nil {
+		return true
+	}
+	_, ok := slices.BinarySearch(sub.idx, int32(i))
+	return ok
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -124,5 +125,78 @@ func TestDueHeapStaysSmall(t *testing.T) {
 	o.due.mu.Unlock()
 	if got := o.due.min.Load(); got != math.MaxInt64 {
 		t.Fatalf("bound with every pair CLOSED = %d, want none", got)
+	}
+}
+
+// dueProbeWaits trips banned pairs of one origin among exits exits, then sends picks at
+// picksPerSecond on a fake clock, each answered at once with a success, and returns for each
+// banned pair the simulated time from the instant its breaker would admit a probe (HALF_OPEN due)
+// to the pick that sent it; a pair never probed within limit counts limit.
+func dueProbeWaits(t testing.TB, exits, banned, picksPerSecond int, limit time.Duration) []time.Duration {
+	t.Helper()
+	t0 := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	es := make([]*Exit, exits)
+	for i := range es {
+		es[i] = MustParseExit(fmt.Sprintf("10.%d.%d.%d:3128", i>>16&255, i>>8&255, i&255))
+	}
+	p, err := New(WithExits(es...), WithClock(clk), WithSeed(7), WithInlineSweep())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const origin = "due.example"
+	ctx := context.Background()
+	o := p.origin(origin)
+	due := map[string]time.Time{}
+	// The banned pairs cool down for 30 s, their cooldowns a few seconds apart.
+	for k := range banned {
+		label := es[k*exits/banned].Label()
+		l, err := p.Pick(ctx, Request{Origin: origin, Exit: label})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Report(Verdict{Outcome: Transient, Class: ClassRateLimited, RetryAfter: 30 * time.Second})
+		_, at := o.lookupPair(p.set.Load().byLabel[label].id).b.Ready(clk.Now())
+		due[label] = at
+		clk.Advance(time.Second)
+	}
+	waits := make([]time.Duration, 0, banned)
+	step := time.Second / time.Duration(picksPerSecond)
+	end := clk.Now().Add(30*time.Second + limit)
+	for clk.Now().Before(end) && len(due) > 0 {
+		clk.Advance(step)
+		l, err := p.Pick(ctx, Request{Origin: origin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info := l.Info(); info.Probe {
+			if at, ok := due[info.Exit.Label()]; ok {
+				waits = append(waits, clk.Now().Sub(at))
+				delete(due, info.Exit.Label())
+			}
+		}
+		l.Report(Verdict{Outcome: Success})
+	}
+	for range due {
+		waits = append(waits, limit)
+	}
+	slices.Sort(waits)
+	return waits
+}
+
+// TestDueProbeWaitFlatInExits measures, on a fake clock, how long a banned pair waits past the end
+// of its cooldown for its probe when nothing but live traffic (100 picks a second) can send it,
+// at 10, 1,000 and 10,000 exits: the wait must not grow with the pool. Before the due probe came
+// first (due.go) it did: medians 0.09 s, 4.1 s and 26 s, two of five pairs at 10,000 exits still
+// unprobed after 2 min; now every probe goes out on the first pick after it falls due.
+func TestDueProbeWaitFlatInExits(t *testing.T) {
+	const limit = 120 * time.Second
+	for _, exits := range []int{10, 1000, 10000} {
+		waits := dueProbeWaits(t, exits, 5, 100, limit)
+		t.Logf("exits=%d: probe waits after due: median %v, max %v (%v)", exits, waits[len(waits)/2], waits[len(waits)-1], waits)
+		// The first pick after a probe falls due sends it: at most one pick interval (10 ms).
+		if got := waits[len(waits)-1]; got > 10*time.Millisecond {
+			t.Errorf("exits=%d: longest wait from due to probe = %v, want at most one pick interval (10ms); waits %v", exits, got, waits)
+		}
 	}
 }

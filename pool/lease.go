@@ -90,6 +90,9 @@ type Reported struct {
 	// Verdict is the verdict the breakers were given: the one reported, except that a Suspect
 	// answer the pool judged a block comes back Transient, ClassBlocked (see Verdict.Suspect).
 	Verdict Verdict
+	// Spend is what the attempt cost, in the pool's cost unit: its exit's price of the bytes
+	// reported with it (ReportTrafficAt) plus its price per request (cost.go, spend.go).
+	Spend float64
 }
 
 // Exit returns the exit the lease goes through; nil for the zero Lease.
@@ -125,11 +128,16 @@ func (l *Lease) Report(v Verdict) Reported {
 // first Report or Release of a lease counts; later ones do nothing. How a verdict moves the
 // breakers is the Verdict's to say: see Outcome and Scope; a Suspect one is judged first (see
 // Verdict.Suspect), unless JudgeAt judged the lease's verdict already, and Reported.Verdict says how.
-func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
+func (l *Lease) ReportAt(now time.Time, v Verdict) Reported { return l.report(now, v, Traffic{}) }
+
+// report is ReportAt for an attempt that moved tr (counted by ReportTrafficAt): it also counts
+// what the attempt cost (spend.go).
+func (l *Lease) report(now time.Time, v Verdict, tr Traffic) Reported {
 	if l.p == nil || l.done {
 		return Reported{}
 	}
 	l.done = true
+	spend := l.p.spendOn(&l.t, tr)
 	if v.Suspect && !l.judged {
 		v = l.p.judgeSuspect(now, &l.t, v, l.path) // rare: kept off the common report's path
 	}
@@ -141,7 +149,7 @@ func (l *Lease) ReportAt(now time.Time, v Verdict) Reported {
 		l.p.sessionReported(now, &l.t, v, pair) // a gateway's session: rotate it? (gateway_rotate.go)
 	}
 	l.p.groupsHear(&l.t, v.Outcome == Success, l.groupProbe)
-	return Reported{PairState: pair, ExitState: exit, Verdict: v}
+	return Reported{PairState: pair, ExitState: exit, Verdict: v, Spend: units(spend)}
 }
 
 // JudgeAt returns v as the lease's report would count it at now, without reporting it: a Suspect

@@ -17,9 +17,10 @@ import (
 type Observer interface {
 	// StateChanged is called after any breaker (pair, exit or origin guard) changed state.
 	StateChanged(c StateChange)
-	// Refused is called when a pick is refused: no healthy exit, the origin is unhealthy, or rate
-	// limits held it back. err is a *NoHealthyExitError, an *OriginUnhealthyError or a
-	// *ThrottledError.
+	// Refused is called when a pick is refused: no healthy exit, the origin is unhealthy, rate
+	// limits held it back, or the tiers that could serve it spent their budgets. err is a
+	// *NoHealthyExitError, an *OriginUnhealthyError, a *ThrottledError or a *BudgetSpentError
+	// (observers that implement BudgetObserver also hear when a budget is first found spent).
 	Refused(ctx context.Context, origin string, err error)
 	// Throttled is called when rate limits held a pick back: it waited for a token, or was
 	// refused for want of one.

@@ -87,6 +87,8 @@ type config struct {
 	claimer        ProbeClaimer
 	rules          []*originRule // WithOriginSettings, in the order given
 	groups         GroupSettings
+	concurrency    *ConcurrencySettings // WithAdaptiveConcurrency; nil: no limits (limit.go)
+	spend          spendBook            // WithTierCost, WithTierBudget, WithBudgetSource (cost.go, budget.go)
 }
 
 func newConfig(opts []Option) (*config, error) {

@@ -194,6 +194,9 @@ func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time,
 	if !c.tokenAt.IsZero() {
 		return c.tokenAt, c.tokenScope, nil
 	}
+	if c.budget != nil && c.probeAt.IsZero() {
+		return time.Time{}, scopeNone, budgetError(originKey, &c, now) // only spent tiers match
+	}
 	exits := len(set.all)
 	if view != nil {
 		exits = view.n
@@ -213,6 +216,11 @@ func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string
 	}
 	pos := set.where[es.id]
 	g := &set.groups[pos.group]
+	if p.spend.budgets != nil {
+		if c := (choice{}); p.tierSpent(now, g, nil, &c) {
+			return time.Time{}, scopeNone, budgetError(originKey, &c, now)
+		}
+	}
 	ok, at, scope := p.ready(now, o, g, pos.index, nil)
 	if !ok && scope != scopeNone {
 		return at, scope, nil
@@ -257,7 +265,8 @@ func untilPositive(t, now time.Time) time.Duration {
 
 // sticks reports whether a session pinned to es may keep using it: both breakers CLOSED.
 func (p *Pool) sticks(now time.Time, o *originState, es *exitState) bool {
-	if p.gone.get(es.id) || es.wide.State(now) != breaker.Closed || (!p.dryRun && o.kin.heldOff(now, es.id, p.probeLease)) {
+	if p.gone.get(es.id) || es.wide.State(now) != breaker.Closed || (!p.dryRun && o.kin.heldOff(now, es.id, p.probeLease)) ||
+		p.tierBudgetSpent(now, es) {
 		return false
 	}
 	pr := o.lookupPair(es.id)

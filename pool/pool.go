@@ -62,6 +62,7 @@ type Pool struct {
 	forgotten bitTable      // removed exits whose state is forgotten for good (lifeForgotten)
 	inflight  counterTable
 	traffic   trafficTable // bytes moved, per exit id (bytes.go)
+	spend     spendBook    // prices and budgets (cost.go, budget.go)
 	// lazyPairs: a pair gets a breaker only when it first fails (see finish). Successes of a pair
 	// with no breaker need no counting unless the failure-ratio condition is on, and it needs no
 	// bucket unless every pair is rate-limited.
@@ -73,6 +74,8 @@ type Pool struct {
 	gate    *ratelimit.Gate // never nil: at least ratelimit.Limits{}, which paces pairs that showed limits
 	limits  bool            // WithRateLimits was given: 429s without Retry-After cut paces too (AIMD)
 	claimer ProbeClaimer    // nil: probes are this pool's alone
+	// concurrency is WithAdaptiveConcurrency's settings; nil: no limits (limit.go).
+	concurrency *ConcurrencySettings
 
 	lastSweep atomic.Int64
 	sweeping  atomic.Bool
@@ -103,13 +106,17 @@ func New(opts ...Option) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.spend.build(c.ignoreTiers); err != nil {
+		return nil, err
+	}
 	p := &Pool{
 		clock: c.clock, pairPol: pairPol, exitPol: exitPol, guard: guard,
 		dryRun: c.dryRun, inline: c.inlineSweep, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
 		rand: c.rand, origins: make(map[string]*originState), lazyPairs: pairPol.Settings().FailureRatio == 0,
+		concurrency: c.concurrency, claimer: c.claimer,
 		gate:     c.gate,
 		limits:   c.limits,
-		claimer:  c.claimer,
+		spend:    c.spend,
 		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]pinned)},
 	}
 	if p.groups, err = newGroupConfig(c.groups); err != nil {
@@ -221,6 +228,10 @@ type originState struct {
 	// in flight per exit (load.go).
 	lat  originLatency
 	load originLoad
+	// limits is its pairs' concurrency limits; nil without WithAdaptiveConcurrency (limit.go).
+	limits *originLimits
+	// spill is its tiers' health and loads (spill.go).
+	spill originSpill
 	// traffic is the bytes its attempts moved (bytes.go).
 	traffic trafficCounter
 	// kin is what its bans taught about groups of exits, and the groups held (grouphold.go).
@@ -318,6 +329,7 @@ func (p *Pool) origin(key string) *originState {
 		o.eager = o.rule != nil && o.rule.eager
 		o.bucket = p.gate.OriginBucket(key)
 		o.guard = p.newOriginGuard(o)
+		o.limits = newOriginLimits(p.concurrency)
 		p.origins[key] = o
 	}
 	return o

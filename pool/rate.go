@@ -9,6 +9,9 @@ import (
 // takeTokens takes the tokens t's attempt needs — its exit's, its pair's and its origin's — all or
 // none. Breaker permits are already held: a pair the breakers refuse never takes a token.
 func (p *Pool) takeTokens(now time.Time, t *ticket) bool {
+	if t.origin.limits.over(&t.origin.load, t.id) {
+		return false // others passed the same peek at its concurrency limit first (limit.go)
+	}
 	var pairBucket *ratelimit.Bucket
 	if t.origin.limited.get(t.id) { // a pair without the bit has no bucket
 		pairBucket = t.origin.pacer(t.id).Bucket()

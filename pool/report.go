@@ -21,6 +21,7 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 	p.endAttempt(t)
 	if latencySample(v) {
 		t.origin.lat.observe(now, t.id, now.Sub(t.now))
+		t.origin.limits.observe(now, t.id, now.Sub(t.now), t.origin.load.get(t.id)+1)
 	}
 	originsFault := t.origin.guard.observe(now, t.id, v, t.originPm, path)
 	exitPm := p.exitPermit(t)

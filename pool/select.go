@@ -19,10 +19,15 @@ type choice struct {
 	probeAt    time.Time
 	tokenAt    time.Time
 	tokenScope Scope
+	// budget, when set, is a spent budget of a tier that had candidates (budget.go), the one
+	// that renews soonest, at budgetRenews.
+	budget       *tierBudget
+	budgetRenews time.Time
 }
 
-// choose picks a ready exit: from the lowest tier that has one, by sampling, then by scanning —
-// among the exits of view only, when the request has a Want (nil: every exit).
+// choose picks a ready exit: a due probe first, then by sampling, then by scanning, from the tier
+// spillFrom says, else the others in order — among the exits of view only, when the request has a
+// Want (nil: every exit).
 func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantView) choice {
 	set := p.set.Load()
 	var c choice
@@ -34,9 +39,17 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantVi
 			}
 			avoid = nil // only exits that already failed this request are left: use them
 		}
-		for gi := range set.groups {
+		start := p.spillFrom(now, o, set) // the tier to try first: spill.go
+		for k := range set.groups {
+			gi := spillOrder(k, start)
 			g := &set.groups[gi]
 			sub := view.group(gi, g)
+			if p.spend.budgets != nil && p.tierSpent(now, g, sub, &c) {
+				continue // escalate: the tier has spent its budget
+			}
+			if es, id := p.dueProbe(now, o, set, gi, sub, avoid); es != nil {
+				return choice{exit: es, id: id} // a probe due first goes first (due.go)
+			}
 			if es, id := p.sample(g, sub, now, o, avoid); es != nil {
 				return choice{exit: es, id: id}
 			}
@@ -96,6 +109,9 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 // tokensReady peeks, taking nothing, at the buckets of exit i of g for o. Without configured
 // limits, and while the pair has shown none, it reads one bit table and nothing else.
 func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (bool, time.Time, Scope) {
+	if full, at := o.limits.full(now, &o.load, g.id(i)); full {
+		return false, at, ScopePair // at its concurrency limit (limit.go): as good as no token
+	}
 	if g.buckets != nil {
 		if ok, at := g.buckets[i].Ready(now); !ok {
 			return false, at, ScopeExit

@@ -24,6 +24,9 @@ type Snapshot struct {
 	Gateways []GatewayStatus `json:"gateways,omitempty"`
 	// Groups are the groups of exits held for an origin (group.go), by origin and group.
 	Groups []GroupHold `json:"groups,omitempty"`
+	// Budgets is what is left of each tier budget (WithTierBudget) in its current period, by
+	// tier and name.
+	Budgets []BudgetStatus `json:"budgets,omitempty"`
 }
 
 // ExitStatus is one exit's own breaker.
@@ -38,6 +41,8 @@ type ExitStatus struct {
 	// Gateway is the label of the gateway the exit is a session of; empty for other exits. A
 	// session's Breaker is its gateway's.
 	Gateway string `json:"gateway,omitempty"`
+	// Spend is what those attempts cost, in the pool's cost unit (Pool.CostOf; spend.go).
+	Spend float64 `json:"spend,omitempty"`
 }
 
 // PairStatus is one (exit, origin) breaker. Pairs the pool holds no breaker for are CLOSED and
@@ -69,7 +74,7 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 		s.Exits = append(s.Exits, ExitStatus{
 			Exit: es.exit.label, Tier: es.exit.tier, Weight: es.exit.weight,
 			InFlight: int(p.inflight.get(es.id)), Breaker: es.wide.Snapshot(now),
-			Bytes: p.traffic.lookup(es.id).load(), Gateway: es.exit.Gateway(),
+			Bytes: p.traffic.lookup(es.id).load(), Gateway: es.exit.Gateway(), Spend: p.spentBy(es.id),
 		})
 	}
 	s.Gateways = p.gatewayStatuses(now)
@@ -88,7 +93,7 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 		}
 		o.mu.RUnlock()
 		if tr := o.traffic.load(); tr != (Traffic{}) {
-			s.Traffic = append(s.Traffic, OriginTraffic{Origin: o.key, Bytes: tr})
+			s.Traffic = append(s.Traffic, OriginTraffic{Origin: o.key, Bytes: tr, Spend: o.traffic.spent()})
 		}
 		if !o.guard.cfg.Disabled {
 			s.Origins = append(s.Origins, OriginStatus{Origin: o.key, Breaker: o.guard.b.Snapshot(now)})
@@ -99,6 +104,8 @@ func (p *Pool) SnapshotAt(now time.Time) Snapshot {
 		return cmp.Or(cmp.Compare(a.Exit, b.Exit), cmp.Compare(a.Origin, b.Origin))
 	})
 	slices.SortFunc(s.Origins, func(a, b OriginStatus) int { return cmp.Compare(a.Origin, b.Origin) })
+	s.Budgets = p.budgetStatus(now)
+	slices.SortFunc(s.Budgets, func(a, b BudgetStatus) int { return cmp.Or(cmp.Compare(a.Tier, b.Tier), cmp.Compare(a.Name, b.Name)) })
 	slices.SortFunc(s.Traffic, func(a, b OriginTraffic) int { return cmp.Compare(a.Origin, b.Origin) })
 	s.Groups = p.groupHoldsAt(now)
 	return s

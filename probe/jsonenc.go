@@ -148,6 +148,12 @@ func (e *jsonEnc) result(r *Result, depth int) {
 	if r.Error != "" {
 		o.key("error").string(r.Error)
 	}
+	if r.Bytes != 0 {
+		o.key("bytes").int(r.Bytes)
+	}
+	if r.Spend != 0 {
+		o.key("spend").float(r.Spend)
+	}
 	o.close()
 }
 
@@ -189,6 +195,12 @@ func (e *jsonEnc) summary(o *jsonObj, s *Summary) {
 		r.key("p50").int(ra.P50)
 		r.key("max").int(ra.Max)
 		r.close()
+	}
+	if st.Bytes != 0 {
+		o.key("bytes").int(st.Bytes)
+	}
+	if st.Spend != 0 {
+		o.key("spend").float(st.Spend)
 	}
 
 	a := &s.Assessment

@@ -39,6 +39,9 @@ type Report struct {
 
 	// Overall aggregates every probe.
 	Overall Stats `json:"overall"`
+	// Capacity is each origin's capacity as a pool would read it after meeting the run's answers
+	// (Capacities); nil unless the caller fills it in (cmd/proxyprobe does).
+	Capacity []pool.Capacity `json:"capacity,omitempty"`
 	// Results holds one entry per (exit, target), exit by exit, in the order of the Config.
 	Results []Result `json:"results"`
 	// Policy is the policy the verdicts were derived under, defaults filled in.
@@ -78,6 +81,10 @@ type Result struct {
 	Phase string `json:"phase,omitempty"`
 	// Error is the error's text, with the exit's password removed.
 	Error string `json:"error,omitempty"`
+	// Bytes is what the probe's connections carried to and from the proxy, both directions
+	// (spend.go); Spend that at the exit's own prices (its cost attributes), in their unit.
+	Bytes int64   `json:"bytes,omitempty"`
+	Spend float64 `json:"spend,omitempty"`
 }
 
 // UnmarshalJSON decodes a Result as MarshalJSON (the default encoding) writes it: pool.Outcome
@@ -153,6 +160,10 @@ type Stats struct {
 	Detectors map[string]int `json:"detectors,omitempty"`
 	// RetryAfterMS summarises the Retry-After values received, when any was.
 	RetryAfterMS *RetryAfter `json:"retry_after_ms,omitempty"`
+	// Bytes and Spend sum the probes' Bytes and Spend (spend.go): Overall.Spend estimates what
+	// the run cost at the providers.
+	Bytes int64   `json:"bytes,omitempty"`
+	Spend float64 `json:"spend,omitempty"`
 }
 
 // Latency is a latency distribution in milliseconds, over the probes that received response

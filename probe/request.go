@@ -82,8 +82,8 @@ func cutKind(ctx context.Context) string {
 // probe sends one GET of c's target through c's exit and judges it as the transport would. It
 // publishes its progress in s as it goes, for Run to read if the deadline cuts it short. It
 // builds the exit's transport for itself and closes its connections before it returns.
-func (p *Prober) probe(ctx context.Context, s *slot, c cell) Result {
-	res := p.newResult(c)
+func (p *Prober) probe(ctx context.Context, s *slot, c cell) (res Result) {
+	res = p.newResult(c)
 	if ctx.Err() != nil {
 		res.ErrorKind, res.Phase = cutKind(ctx), phaseQueued.String()
 		res.Outcome, res.Class = cutVerdict()
@@ -95,6 +95,9 @@ func (p *Prober) probe(ctx context.Context, s *slot, c cell) Result {
 		res.Outcome, res.Class, res.ErrorKind, res.Error = pool.Neutral, pool.ClassError, string(pool.ClassError), err.Error()
 		return res
 	}
+	var conns connLog
+	conns.wrap(rt)
+	defer account(&res, &conns, exit) // spend.go; once the connections are closed (TLS's close counts)
 	defer rt.CloseIdleConnections()
 	start := time.Now()
 	s.start.Store(start.UnixNano())

@@ -122,6 +122,8 @@ func (a *accumulator) add(r *Result) {
 	if r.RetryAfterMS > 0 {
 		a.ra = append(a.ra, r.RetryAfterMS)
 	}
+	s.Bytes += r.Bytes
+	s.Spend += r.Spend
 }
 
 // addCut folds in n probes cut before they started, all alike (kind "deadline" or "canceled",
@@ -146,6 +148,7 @@ func (a *accumulator) stats() Stats {
 		s.SuccessRate = math.Round(float64(s.Successes)/float64(s.Probes)*1e4) / 1e4
 	}
 	s.LatencyMS = latency(a.lat, a.hung, a.queued)
+	s.Spend = roundSpend(s.Spend)
 	if len(a.ra) > 0 {
 		slices.Sort(a.ra)
 		s.RetryAfterMS = &RetryAfter{Count: len(a.ra), P50: a.ra[rank(50, len(a.ra))], Max: a.ra[len(a.ra)-1]}

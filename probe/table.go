@@ -29,9 +29,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(ew, "  - %s\n", reason)
 	}
 	b := r.Recommendation.Backoff
-	fmt.Fprintf(ew, "recommendation: backoff %v initial, %v cap, %d retries; concurrency × %.2f\n\n",
+	fmt.Fprintf(ew, "recommendation: backoff %v initial, %v cap, %d retries; concurrency × %.2f\n",
 		b.Initial, b.Cap, b.MaxRetries, r.Recommendation.ConcurrencyFactor)
+	fmt.Fprintf(ew, "traffic: %d bytes through the proxies; spend %s (estimated at the exits' prices)\n\n", r.Overall.Bytes, spendCell(r.Overall.Spend))
 
+	writeCapacity(ew, r.Capacity) // capacity.go
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	n := 0
 	flush := func() {
@@ -39,7 +41,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			tw.Flush()
 		}
 	}
-	fmt.Fprintln(tw, "TARGET\tVERDICT\tSUCCESS\tP50 ms\tP95 ms\tP99 ms\t429\tBLOCKED\tCUT\tSTATUSES\tFAILURES")
+	fmt.Fprintln(tw, "TARGET\tVERDICT\tSUCCESS\tP50 ms\tP95 ms\tP99 ms\t429\tBLOCKED\tCUT\tSTATUSES\tFAILURES\tBYTES\tSPEND")
 	for t := range r.Targets() {
 		if ew.err != nil {
 			return ew.err
@@ -50,7 +52,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	tw.Flush()
 	n = 0
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "EXIT\tVERDICT\tSUCCESS\tP50 ms\tP95 ms\tP99 ms\t429\tBLOCKED\tCUT\tSTATUSES\tFAILURES")
+	fmt.Fprintln(tw, "EXIT\tVERDICT\tSUCCESS\tP50 ms\tP95 ms\tP99 ms\t429\tBLOCKED\tCUT\tSTATUSES\tFAILURES\tBYTES\tSPEND")
 	for e := range r.Exits() {
 		if ew.err != nil {
 			return ew.err
@@ -67,9 +69,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 
 func row(w io.Writer, name string, s *Summary) {
 	l := &s.LatencyMS
-	fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", name, s.Verdict,
+	fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\n", name, s.Verdict,
 		s.Successes, s.Probes, percentile(s, "p50", l.P50), percentile(s, "p95", l.P95), percentile(s, "p99", l.P99),
-		s.Throttled, s.Blocked, s.Cut, counts(s.Statuses), counts(s.Failures))
+		s.Throttled, s.Blocked, s.Cut, counts(s.Statuses), counts(s.Failures), s.Bytes, spendCell(s.Spend))
 }
 
 // percentile formats the latency percentile q of s, whose value is v: "> timeout" when it falls
@@ -83,6 +85,14 @@ func percentile(s *Summary, q string, v float64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
+// spendCell formats a spend, in the exits' cost unit: "-" for none, else up to six decimals.
+func spendCell(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 6, 64)
 }
 
 // counts formats a histogram as "k:v k:v", keys sorted, or "-".

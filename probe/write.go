@@ -27,6 +27,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	jw.field("reasons", r.Reasons)
 	jw.field("recommendation", r.Recommendation)
 	jw.field("overall", r.Overall)
+	if len(r.Capacity) > 0 {
+		jw.field("capacity", r.Capacity) // capacity.go
+	}
 	writeArray(jw, "targets", r.summaries(true, true), func(e *jsonEnc, g group, s *Summary) {
 		e.targetSummary(&TargetSummary{Target: g.key, Origin: g.origin, Summary: *s}, 2)
 	})

@@ -26,6 +26,14 @@
 // bucket ahead of need — which the picker peeks at and takes from exactly like a local bucket,
 // without a lock, an allocation or a round trip.
 //
+// # Budgets per period
+//
+// A Budget is an amount per period — bytes, or spend in billionths of a cost unit — drawn down by
+// amounts known only after each request, renewing whole at the end of each period (aligned on
+// the Unix epoch). A BudgetSource keeps one: LocalBudget in this process, or a fleet store's
+// (store/redis Store.BudgetSource). Package pool keeps its tier budgets in them
+// (pool.WithTierBudget, pool.WithBudgetSource) and passes over a tier whose budget is spent.
+//
 // # Adaptive pace
 //
 // A pair that meets 429s with Retry-After learns the origin's window from them (Pair.Limited; the

@@ -2,10 +2,7 @@ package statuspage_test
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
-
-	"golang.org/x/net/html"
 
 	"github.com/proxybreaker/proxybreaker/pool"
 	"github.com/proxybreaker/proxybreaker/statuspage"
@@ -22,16 +19,7 @@ func TestExitsShowBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := html.Parse(strings.NewReader(get(t, h, "/")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells := map[string][]string{}
-	for tr := range find(doc, func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-exit") != "" && inSection(n, "exits") }) {
-		for td := range find(tr, func(n *html.Node) bool { return n.Data == "td" }) {
-			cells[attr(tr, "data-exit")] = append(cells[attr(tr, "data-exit")], textOf(td)+"|"+attr(td, "title"))
-		}
-	}
+	cells := exitCells(t, h)
 	for exit, want := range map[string][]string{
 		"busy": {"1.5 KiB|1536 bytes", "10.0 MiB|10485760 bytes"},
 		"idle": {"0 B|0 bytes", "0 B|0 bytes"},

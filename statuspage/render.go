@@ -53,6 +53,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"short":  short,
 	"rate":   rateText,
 	"bytes":  bytesText,
+	"spend":  spendText,
 	"word":   func(b Breaker) string { return word(true, b.State, b.Parked) },
 	"cword":  cellWord,
 	"cls":    func(b Breaker) string { return class(true, b.State, b.Parked) },
@@ -85,6 +86,18 @@ func bytesText(n int64) string {
 		v, unit = v/1024, u
 	}
 	return fmt.Sprintf("%.1f %s", v, unit)
+}
+
+// spendText is a spend as the exits table shows it, in the pool's currency-free cost unit: four
+// decimals ("0.0123"), two from 1,000 on; "–" for none.
+func spendText(v float64) string {
+	switch {
+	case v == 0:
+		return "–"
+	case v >= 1000:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.4f", v)
 }
 
 // short is a duration in seconds as the grid's cells show it: "45s", "15m", "2h5m".

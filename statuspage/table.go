@@ -38,6 +38,9 @@ type Table struct {
 	// Groups are the groups of exits held for an origin (pool.GroupHold: several members banned
 	// there, the others held to one attempt at a time until one is served).
 	Groups []pool.GroupHold `json:"groups"`
+	// Budgets are the pool's tier budgets and what is left of each in its current period
+	// (pool.BudgetStatus; README, Cost and budgets); absent when the pool has none.
+	Budgets []pool.BudgetStatus `json:"budgets,omitempty"`
 }
 
 // Summary counts what the table holds, before any row limit. The exit counts add up:
@@ -98,6 +101,9 @@ type ExitRow struct {
 	// Bytes is what the exit carried to and from its proxy since it joined the pool
 	// (pool.ExitStatus.Bytes).
 	Bytes pool.Traffic `json:"bytes"`
+	// Spend is what those bytes and the exit's attempts cost, in the pool's cost unit
+	// (pool.ExitStatus.Spend); 0 for an exit without prices.
+	Spend float64 `json:"spend"`
 }
 
 // PairRow is one (exit, origin) breaker. ExitParked marks pairs whose exit is parked: the pair's own
@@ -159,6 +165,7 @@ func build(s pool.Snapshot, l layout) Table {
 	t := Table{At: s.At, Exits: []ExitRow{}, Pairs: []PairRow{}, Origins: []OriginRow{}, Actions: []Action{},
 		Hints: map[string]string{}, Groups: []pool.GroupHold{}} // [] and {} in JSON, not null
 	t.Groups = append(t.Groups, s.Groups...)
+	t.Budgets = s.Budgets
 	labels := make([]string, 0, len(s.Exits))
 	for _, e := range s.Exits {
 		labels = append(labels, e.Exit)
@@ -174,7 +181,7 @@ func build(s pool.Snapshot, l layout) Table {
 	exitAt := make(map[string]int, len(s.Exits))
 	for _, e := range s.Exits {
 		exitAt[e.Exit] = len(t.Exits)
-		t.Exits = append(t.Exits, ExitRow{Exit: e.Exit, Tier: e.Tier, Weight: e.Weight, InFlight: e.InFlight, Bytes: e.Bytes,
+		t.Exits = append(t.Exits, ExitRow{Exit: e.Exit, Tier: e.Tier, Weight: e.Weight, InFlight: e.InFlight, Bytes: e.Bytes, Spend: e.Spend,
 			Breaker: view(e.Breaker, s.At), Display: name(e.Exit)})
 	}
 	origins := map[string]bool{}

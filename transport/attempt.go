@@ -96,7 +96,7 @@ func (a *attempt) finish(v pool.Verdict, status int, err error) {
 		a.t.obs.finished(a.ctx, AttemptResult{
 			AttemptInfo: a.info, Verdict: after.Verdict, StatusCode: status, Err: err,
 			Latency: now.Sub(a.info.At), PairStateAfter: after.PairState, ExitStateAfter: after.ExitState,
-			Bytes: tr,
+			Bytes: tr, Spend: after.Spend,
 		})
 	}
 }

@@ -55,6 +55,9 @@ type AttemptResult struct {
 	// the attempts of one HTTP/2 connection in flight together; zero with WithBase. The attribution
 	// rules are in docs/metrics.md.
 	Bytes pool.Traffic
+	// Spend is what the attempt cost in the pool's cost unit: Bytes at the exit's price per GB
+	// plus its price per request (pool.Pool.CostOf, pool.Reported.Spend).
+	Spend float64
 }
 
 // observers fans attempt events out to every Observer.

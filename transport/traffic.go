@@ -231,3 +231,15 @@ func (k *keyRecorder) Value(key any) any {
 	k.key = key
 	return nil
 }
+
+// ConnTraffic returns what c, a connection an exit transport dialled (NewExitTransport's, or a
+// Transport's), has carried to and from its proxy so far, and whether c is such a connection: c
+// itself, or a TLS or SOCKS5 connection around one. For tools that send through NewExitTransport
+// without a pool, such as package probe, which reads it per probe. Safe for concurrent use.
+func ConnTraffic(c net.Conn) (pool.Traffic, bool) {
+	cc := countedOf(c)
+	if cc == nil {
+		return pool.Traffic{}, false
+	}
+	return pool.Traffic{Sent: cc.sent.Load(), Received: cc.received.Load()}, true
+}

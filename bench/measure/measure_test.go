@@ -67,3 +67,16 @@ func TestPickAtSmallScale(t *testing.T) {
 		t.Errorf("ours: %d allocs per pick, want 0", row.Ours.Serial.AllocsPerOp)
 	}
 }
+
+func TestPickReportSmallScale(t *testing.T) {
+	row, err := PickReport(100, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Ours.Serial.NsPerOp <= 0 || row.Peer.Serial.NsPerOp <= 0 {
+		t.Errorf("PickReport(100) = %+v; want a cost for both", row)
+	}
+	if row.Ours.Serial.AllocsPerOp != 0 {
+		t.Errorf("ours: %d allocs per pick + report, want 0", row.Ours.Serial.AllocsPerOp)
+	}
+}

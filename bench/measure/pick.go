@@ -160,14 +160,20 @@ type peerKey struct {
 var errPeerNoExit = errors.New("bench: peer: no exit ready")
 
 func (pp *peerPool) pick(r *rand.Rand, origin string) (int, error) {
+	return peerDraw(r, len(pp.exits), func(e int) bool { return pp.ready(e, origin) })
+}
+
+// peerDraw is the peers' pick among n exits: up to 8 random draws for one that is ready, then a
+// scan from a random start, as ours does.
+func peerDraw(r *rand.Rand, n int, ready func(int) bool) (int, error) {
 	for range 8 {
-		if e := r.IntN(len(pp.exits)); pp.ready(e, origin) {
+		if e := r.IntN(n); ready(e) {
 			return e, nil
 		}
 	}
-	start := r.IntN(len(pp.exits)) // then a scan, as ours does
-	for k := range pp.exits {
-		if e := (start + k) % len(pp.exits); pp.ready(e, origin) {
+	start := r.IntN(n)
+	for k := range n {
+		if e := (start + k) % n; ready(e) {
 			return e, nil
 		}
 	}

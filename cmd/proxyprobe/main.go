@@ -176,6 +176,9 @@ func probeOnce(ctx context.Context, o *options, stdin io.Reader, stderr io.Write
 	}
 	rep := p.Run(ctx)
 	pr.end()
+	if rep.Capacity, err = probe.Capacities(rep, exits); err != nil {
+		return nil, fail(exitUsage, "%v", err)
+	}
 	return rep, nil
 }
 

@@ -160,7 +160,7 @@ func list(t *testing.T, lines ...string) string {
 func line(u *url.URL, label string) string { return u.String() + " label=" + label }
 
 // summaryRE matches the summary line proxyprobe writes on a stderr that is not a terminal.
-var summaryRE = regexp.MustCompile(`^proxyprobe: (HEALTHY|DEGRADED|CRITICAL) — (\d+)/(\d+) exits healthy, (\d+) failing, (\d+) parked; (\d+) targets?; [0-9.]+m?s \(deadline [0-9a-z.]+(, \d+ of \d+ probes cut by the deadline)?\)\n$`)
+var summaryRE = regexp.MustCompile(`^proxyprobe: (HEALTHY|DEGRADED|CRITICAL) — (\d+)/(\d+) exits healthy, (\d+) failing, (\d+) parked; (\d+) targets?; (spend [0-9.]+; )?[0-9.]+m?s \(deadline [0-9a-z.]+(, \d+ of \d+ probes cut by the deadline)?\)\n$`)
 
 // TestHealthyExitsZero: every probe succeeds: exit code 0, a HEALTHY report on stdout, and on
 // stderr (a pipe, not a terminal: no progress line) the summary line alone.

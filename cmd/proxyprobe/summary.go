@@ -40,6 +40,9 @@ func summarize(rep *probe.Report) summary {
 //
 //	proxyprobe: DEGRADED — 97/100 exits healthy, 2 failing, 1 parked; 4 targets; 1.2s (deadline 10s)
 //
+// and, when the list priced its exits (cost-per-gb=, cost-per-request=), the run's estimated spend
+// after the targets ("4 targets; spend 0.001531; 1.2s").
+//
 // It names no exit and no target, so it holds no credentials whatever the lists held.
 func summaryLine(rep *probe.Report) string {
 	s := summarize(rep)
@@ -51,8 +54,12 @@ func summaryLine(rep *probe.Report) string {
 	if rep.Overall.Cut > 0 {
 		cut = fmt.Sprintf(", %d of %d probes cut by the deadline", rep.Overall.Cut, rep.Overall.Probes)
 	}
-	return fmt.Sprintf("proxyprobe: %s — %d/%d exits healthy, %d failing, %d parked; %d %s; %s (deadline %s%s)",
-		rep.Verdict, s.healthy, s.exits, s.failing, s.parked, s.targets, targets,
+	spend := ""
+	if rep.Overall.Spend > 0 {
+		spend = fmt.Sprintf("spend %.6f; ", rep.Overall.Spend)
+	}
+	return fmt.Sprintf("proxyprobe: %s — %d/%d exits healthy, %d failing, %d parked; %d %s; %s%s (deadline %s%s)",
+		rep.Verdict, s.healthy, s.exits, s.failing, s.parked, s.targets, targets, spend,
 		roundElapsed(rep.ElapsedMS), time.Duration(rep.DeadlineMS)*time.Millisecond, cut)
 }
 

@@ -102,6 +102,8 @@ func start(ctx context.Context, cfg config) (a *app, err error) {
 		pool.WithExits(a.world.Exits...),
 		// Two exits carry traffic here; let two failing at once trip an origin's guard.
 		pool.WithOriginGuard(pool.OriginGuardSettings{MinExits: 2}),
+		// Priced, so that the dashboard's spend panel has something to show (README, Cost and budgets).
+		pool.WithTierCost(0, pool.Cost{PerGB: 3, PerRequest: 0.0001}),
 	)
 	if err != nil {
 		return nil, err

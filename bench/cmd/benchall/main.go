@@ -32,7 +32,7 @@ func main() {
 	out := flag.String("out", "RESULTS.md", "where to write the results")
 	chart := flag.String("chart", "chart.svg", "where to write the chart")
 	rounds := flag.Int("rounds", 5, "rounds of the overhead benchmarks")
-	only := flag.String("only", "", `"sim": run only the simulation, "spend": only the spend world, "gateway": only the gateway world, "measures": only the measurements on real time; print their sections to stdout (see -write)`)
+	only := flag.String("only", "", `"sim": run only the simulation, "spend": only the spend world, "gateway": only the gateway world, "measures": only the measurements on real time, "pickreport": only pick + report beside gobreaker; print their sections to stdout (see -write)`)
 	write := flag.Bool("write", false, "with -only: replace those sections of -out (and, for sim, rewrite -chart) instead of printing")
 	var cfg simConfig
 	flag.StringVar(&cfg.seeds, "seeds", "1,2,3,4,5", "round-2 and round-3 world seeds, comma-separated")
@@ -64,8 +64,13 @@ func main() {
 			log.Fatal(err)
 		}
 		return
+	case "pickreport":
+		if err := onlyPickReport(*write, *out); err != nil { // pickreport.go
+			log.Fatal(err)
+		}
+		return
 	default:
-		log.Fatalf("-only %q: want sim, spend, gateway or measures", *only)
+		log.Fatalf("-only %q: want sim, spend, gateway, measures or pickreport", *only)
 	}
 	start := time.Now()
 	var b strings.Builder
@@ -162,6 +167,8 @@ func writeMeasures(p func(string, ...any), rounds int) {
 	p("- pick ≤ 500 ns serial at 100,000 exits × 1,000 origins: %.0f ns — %s\n", picks[2].Ours.Serial.NsPerOp, verdict(picks[2].Ours.Serial.NsPerOp <= 500))
 	p("- 0 allocations a pick: %d, %d, %d — %s\n", picks[0].Ours.Serial.AllocsPerOp, picks[1].Ours.Serial.AllocsPerOp, picks[2].Ours.Serial.AllocsPerOp,
 		verdict(picks[0].Ours.Serial.AllocsPerOp+picks[1].Ours.Serial.AllocsPerOp+picks[2].Ours.Serial.AllocsPerOp == 0))
+
+	writePickReport(p) // pickreport.go
 
 	log.Print("scale")
 	srows, err := measure.Scale([]int{10, 1000, 100000}, []int{1, 100, 10000})
