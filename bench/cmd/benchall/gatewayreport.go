@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log"
 	"strconv"
 	"strings"
 	"time"
@@ -27,34 +26,7 @@ func gatewayStrategies() []sim.Strategy {
 // runGateway plays the gateway world of each of cfg's seeds with the section's strategies (not
 // cfg's); its results keep the spend section's shape.
 func runGateway(cfg simConfig) (*spendResults, error) {
-	sts := gatewayStrategies()
-	res := &spendResults{partial: cfg.seeds != "1,2,3,4,5" || cfg.duration != 0}
-	var jobs []sim.Job
-	for _, f := range strings.Split(cfg.seeds, ",") {
-		seed, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("-seeds: %w", err)
-		}
-		sc := sim.GatewayWorld(seed)
-		if cfg.duration > 0 {
-			sc.Duration = cfg.duration
-		}
-		res.worlds = append(res.worlds, worldResult{sc: sc})
-		for _, st := range sts {
-			jobs = append(jobs, sim.Job{Scenario: sc, Strategy: st})
-		}
-	}
-	start := time.Now()
-	log.Printf("gateway: %d runs, %d at a time", len(jobs), cfg.parallel)
-	ms, err := sim.RunAll(jobs, cfg.parallel)
-	if err != nil {
-		return nil, err
-	}
-	res.runs, res.elapsed = len(jobs), time.Since(start)
-	for i := range res.worlds {
-		res.worlds[i].ms = ms[i*len(sts) : (i+1)*len(sts)]
-	}
-	return res, nil
+	return runWorlds(cfg, "gateway", sim.GatewayWorld, gatewayStrategies(), cfg.seeds != "1,2,3,4,5" || cfg.duration != 0)
 }
 
 // gatewayTarget judges issue 27's target in ms (the baseline first, ours second): ours' median

@@ -36,14 +36,20 @@ func runSpend(cfg simConfig) (*spendResults, error) {
 		return nil, err
 	}
 	sts = append(sts, sim.CrawleeTiered(), sim.InformedOracle(), sim.Oracle())
-	res := &spendResults{partial: cfg.seeds != "1,2,3,4,5" || cfg.duration != 0 || len(sts) < len(strategyTable)+1+oracles}
+	return runWorlds(cfg, "spend", sim.SpendWorld, sts, cfg.seeds != "1,2,3,4,5" || cfg.duration != 0 || len(sts) < len(strategyTable)+1+oracles)
+}
+
+// runWorlds plays world(seed) for each of cfg's seeds with sts, -j at a time, named in the log
+// by name; partial says the run is narrower than the report's full set.
+func runWorlds(cfg simConfig, name string, world func(uint64) sim.Scenario, sts []sim.Strategy, partial bool) (*spendResults, error) {
+	res := &spendResults{partial: partial}
 	var jobs []sim.Job
 	for _, f := range strings.Split(cfg.seeds, ",") {
 		seed, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("-seeds: %w", err)
 		}
-		sc := sim.SpendWorld(seed)
+		sc := world(seed)
 		if cfg.duration > 0 {
 			sc.Duration = cfg.duration
 		}
@@ -53,7 +59,7 @@ func runSpend(cfg simConfig) (*spendResults, error) {
 		}
 	}
 	start := time.Now()
-	log.Printf("spend: %d runs, %d at a time", len(jobs), cfg.parallel)
+	log.Printf("%s: %d runs, %d at a time", name, len(jobs), cfg.parallel)
 	ms, err := sim.RunAll(jobs, cfg.parallel)
 	if err != nil {
 		return nil, err
