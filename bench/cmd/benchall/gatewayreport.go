@@ -64,7 +64,7 @@ func writeGateway(p func(string, ...any), res *spendResults) {
 			sim.MedianRecoveryString(w.ms[0]), w.ms[0].Successes, sim.MedianRecoveryString(w.ms[1]), w.ms[1].Successes)
 	}
 	p("\n%d runs in %v (`cd bench && go run ./cmd/benchall -only gateway -write`).\n\n", res.runs, res.elapsed.Round(time.Second))
-	p("Why the gateway line's goodput falls short, measured (docs/decisions.md, \"the gateway world\"): the pool retires a session when any one origin bans its IP, and in this world about a fifth of (IP, origin) pairs are banned at any minute, so sessions churn (every replacement relearns each origin's cap and meets its fresh IP's bans: see the 429s and ban answers below). `rotate=off` sessions send their connection failures to the gateway's breaker, so one flaky IP parks them all.\n\n")
+	p("Why the gateway line's goodput falls short, measured (docs/decisions.md, \"the gateway world\"): every session the pool loses to connection failures (a flaky IP's timeouts) counts as a failure of the gateway's breaker, and with 10 %% of the IPs flaky three such losses within a minute are common: every trip of the gateway's breaker has that reason, and it parks all 20 sessions for 17–45 %% of each run (seed 3 without flaky IPs: 0.97 of the static lines' goodput). The rest is churn: a session is retired when any one origin bans its IP, and about a fifth of (IP, origin) pairs are banned at any minute, so every replacement relearns each origin's cap and meets its fresh IP's bans (the 429s and ban answers below). `rotate=off` sessions send their connection failures to the gateway's breaker directly, so one flaky IP parks them all.\n\n")
 	p("#### All seeds\n\n")
 	writeGatewayTable(p, rows[0].ms)
 	for _, w := range res.worlds {
