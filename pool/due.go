@@ -164,10 +164,14 @@ func (pr *pair) probeBack(now time.Time) {
 // whatever the size of the pool. A pick finds the top with two atomic loads (the bound, then the
 // pair); when nothing is due, with one.
 
-// dueProbe returns the exit of group gi of set whose pair with o is the first due for a probe, if
-// its probe is due at now, the exit is among those the pick may draw (sub, avoid), and its
-// breakers and buckets would admit it now; else nil.
-func (p *Pool) dueProbe(now time.Time, o *originState, set *exitSet, gi int, sub *subset, avoid *Retries) (*exitState, uint32) {
+// dueProbe returns the exit of set whose pair with o is the first due for a probe, if its probe
+// is due at now, the exit is among those the pick may draw (view, avoid), and its breakers and
+// buckets would admit it now; else nil. Only a pair of a tier at or below start (the tier the
+// pick starts at, spill.go) goes first: a tier above it waits for traffic to reach it, as its
+// exits do (escalating costs), while a tier below it — one the spillover passes by because
+// none of its exits is healthy for o — must still be probed to come back. A tier whose budget is
+// spent sends no probe (c keeps the budget for the refusal, budget.go).
+func (p *Pool) dueProbe(now time.Time, o *originState, set *exitSet, view *wantView, start int, avoid *Retries, c *choice) (*exitState, uint32) {
 	d := &o.due
 	m := d.min.Load()
 	if now.UnixNano() < m {
@@ -185,10 +189,16 @@ func (p *Pool) dueProbe(now time.Time, o *originState, set *exitSet, gi int, sub
 		}
 	}
 	pos, ok := set.where[pr.id]
-	if !ok || pos.group != gi || !inSubset(sub, pos.index) {
+	if !ok || pos.group > start {
 		return nil, 0
 	}
-	g := &set.groups[gi]
+	g := &set.groups[pos.group]
+	if !inSubset(view.group(pos.group, g), pos.index) {
+		return nil, 0
+	}
+	if p.spend.budgets != nil && p.tierSpent(now, g, view.group(pos.group, g), c) {
+		return nil, 0
+	}
 	if ok, _, _ := p.ready(now, o, g, pos.index, avoid); !ok {
 		return nil, 0
 	}

@@ -92,17 +92,21 @@ func TestSlowPairIsPickedLess(t *testing.T) {
 	if got := shares(t, p, "shop.test", 400); got["e0"] != 0 {
 		t.Errorf("picks with each fast exit holding a lease, e0 just slow: %v, want none on e0", got)
 	}
-	clk.Advance(10 * time.Minute) // the estimate decays towards the typical 10 ms (latencyDecay 60 s)
+	leaveAlone(t, p, clk, "shop.test", "e1", 20*time.Minute) // e0's estimate decays towards the typical (trickleDecay)
 	if got := shares(t, p, "shop.test", 400); got["e0"] == 0 {
-		t.Errorf("picks 10 min after e0's slow answer, fast exits loaded: %v, want some on e0 (a trickle)", got)
+		t.Errorf("picks 20 min after e0's slow answer, fast exits loaded: %v, want some on e0 (a trickle)", got)
 	}
 	for _, l := range held {
 		l.Release()
 	}
-	// A fast answer from e0 brings it back to its full share.
-	answer(t, p, clk, "shop.test", "e0", 10*time.Millisecond)
+	// A fast answer from e0 a minute after the last halves its estimate at least (latencyMemory):
+	// from 150× the typical, ten bring it back to its full share.
+	for range 10 {
+		leaveAlone(t, p, clk, "shop.test", "e1", time.Minute)
+		answer(t, p, clk, "shop.test", "e0", 10*time.Millisecond)
+	}
 	if got := shares(t, p, "shop.test", 400); got["e0"] < 60 {
-		t.Errorf("picks after e0 answered in 10 ms: %v, want e0 near a fair 100 of 400", got)
+		t.Errorf("picks after e0 answered in 10 ms 10 times a minute apart: %v, want e0 near a fair 100 of 400", got)
 	}
 }
 

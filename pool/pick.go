@@ -86,7 +86,7 @@ func (p *Pool) pick(ctx context.Context, now time.Time, r Request, t *ticket) er
 		}
 		wait := tokenAt.Sub(now)
 		terr := &ThrottledError{Origin: r.Origin, Scope: scope, RetryIn: wait}
-		if dl, ok := ctx.Deadline(); p.gate.FailFast() || r.FailFast || !p.limits || waits >= maxTokenWaits || (ok && dl.Before(tokenAt)) {
+		if dl, ok := ctx.Deadline(); p.failsFast(r) || waits >= maxTokenWaits || (ok && dl.Before(tokenAt)) {
 			p.obs.throttled(ctx, Throttle{Origin: r.Origin, Scope: scope, Waited: now.Sub(start), Refused: true})
 			return terr
 		}
@@ -155,7 +155,7 @@ func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time,
 			}
 		}
 		if es == nil {
-			c = p.choose(now, o, memo, view)
+			c = p.choose(now, o, memo, view, p.failsFast(r))
 			es, id = c.exit, c.id
 		}
 		if es == nil {

@@ -77,6 +77,8 @@ type Pool struct {
 	// concurrency is WithAdaptiveConcurrency's settings; nil: no limits (limit.go).
 	concurrency *ConcurrencySettings
 
+	mix servedMix // whether several origins are served lately (goodput.go)
+
 	lastSweep atomic.Int64
 	sweeping  atomic.Bool
 	sweeps    sync.WaitGroup

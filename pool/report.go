@@ -22,6 +22,9 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 	if latencySample(v) {
 		t.origin.lat.observe(now, t.id, now.Sub(t.now))
 		t.origin.limits.observe(now, t.id, now.Sub(t.now), t.origin.load.get(t.id)+1)
+		if v.Outcome == Success {
+			p.mix.note(now, t.origin) // goodput.go
+		}
 	}
 	originsFault := t.origin.guard.observe(now, t.id, v, t.originPm, path)
 	exitPm := p.exitPermit(t)

@@ -27,8 +27,9 @@ type choice struct {
 
 // choose picks a ready exit: a due probe first, then by sampling, then by scanning, from the tier
 // spillFrom says, else the others in order — among the exits of view only, when the request has a
-// Want (nil: every exit).
-func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantView) choice {
+// Want (nil: every exit). failFast says the caller gets a refusal rather than a wait for a token
+// (holdsSlow, goodput.go).
+func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantView, failFast bool) choice {
 	set := p.set.Load()
 	var c choice
 	for pass := 0; pass < 2; pass++ {
@@ -40,6 +41,12 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantVi
 			avoid = nil // only exits that already failed this request are left: use them
 		}
 		start := p.spillFrom(now, o, set) // the tier to try first: spill.go
+		if es, id := p.dueProbe(now, o, set, view, start, avoid, &c); es != nil {
+			return choice{exit: es, id: id} // a probe due first goes first (due.go)
+		}
+		if es, id := p.probeBelow(now, o, set, view, start, avoid, &c); es != nil {
+			return choice{exit: es, id: id} // a tier passed by for want of health still probes
+		}
 		for k := range set.groups {
 			gi := spillOrder(k, start)
 			g := &set.groups[gi]
@@ -47,13 +54,10 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantVi
 			if p.spend.budgets != nil && p.tierSpent(now, g, sub, &c) {
 				continue // escalate: the tier has spent its budget
 			}
-			if es, id := p.dueProbe(now, o, set, gi, sub, avoid); es != nil {
-				return choice{exit: es, id: id} // a probe due first goes first (due.go)
-			}
 			if es, id := p.sample(g, sub, now, o, avoid); es != nil {
 				return choice{exit: es, id: id}
 			}
-			if p.scan(g, sub, now, o, avoid, &c); c.exit != nil {
+			if p.scan(g, sub, now, o, avoid, failFast, &c); c.exit != nil {
 				return choice{exit: c.exit, id: c.id}
 			}
 		}
@@ -220,9 +224,9 @@ func (p *Pool) sample(g *tierGroup, sub *subset, now time.Time, o *originState, 
 			if p.prefer(now, o, a, b) {
 				a, b = b, a
 			}
-			for k, x := range [2]candidate{a, b} {
-				if k == 1 && tracking && p.passOver(now, o, x.id) {
-					break // the better one has no token: draw again rather than wait on a slow one
+			for _, x := range [2]candidate{a, b} {
+				if tracking && p.passOver(now, o, x.id) {
+					continue // slow: draw again; the scan takes a slow exit only if nothing else is ready
 				}
 				if ok, _, _ := p.tokensReady(now, o, g, x.i); ok {
 					return x.es, x.id
@@ -247,22 +251,25 @@ type candidate struct {
 }
 
 // scan visits every exit of sub (of g) from a random start and picks a ready one at random (by
-// weight) into c.exit — one the origin does not track as slow, if any is ready; when there is
-// none it keeps in c the soonest instants a breaker or a token may make one ready.
-func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, avoid *Retries, c *choice) {
+// weight) into c.exit — one the origin does not track as slow, if any is ready, else the slow one
+// of the lowest cost (latency.go); when there is none it keeps in c the soonest instants a breaker or a token may make one ready. A slow one is
+// taken only when the worker is not better off refused (holdsSlow) and no other exit's token
+// comes sooner than its answer would.
+func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, avoid *Retries, failFast bool, c *choice) {
 	n := sub.size(g)
 	if n == 0 {
 		return
 	}
 	start := int(p.rand() % uint64(n))
 	tracking := o.lat.tracking()
-	var fast, slow reservoir
+	var fast reservoir
+	var slow cheapest
 	for k := range n {
 		i := sub.index((start + k) % n)
 		ok, at, scope := p.ready(now, o, g, i, avoid)
 		switch {
 		case ok && tracking && p.passOver(now, o, g.id(i)):
-			slow.offer(p, g.exits[i], g.id(i))
+			slow.offer(p.cost(now, o, g.id(i)), g.exits[i], g.id(i))
 		case ok:
 			fast.offer(p, g.exits[i], g.id(i))
 		case at.IsZero():
@@ -275,13 +282,28 @@ func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, av
 		}
 	}
 	c.exit, c.id = fast.es, fast.id
-	if c.exit == nil && slow.es != nil {
+	if c.exit == nil && slow.es != nil && p.holdsSlow(now, failFast) {
 		// Only slow exits are ready. Holding a worker for a slow answer beats waiting only when no
 		// other exit's token comes sooner than that answer would: goodput per worker-second.
 		wait := c.tokenAt.Sub(now).Seconds()
 		if c.tokenAt.IsZero() || wait >= o.lat.estimate(now, slow.id, o.lat.typicalSeconds()) {
 			c.exit, c.id = slow.es, slow.id
 		}
+	}
+}
+
+// cheapest keeps the exit of the lowest cost offered to it (the first of equals): among slow
+// exits, the one whose answer holds a worker the least — a 1.5 s exit is not drawn as often as
+// one a single noisy answer made slow.
+type cheapest struct {
+	cost float64
+	es   *exitState
+	id   uint32
+}
+
+func (c *cheapest) offer(cost float64, es *exitState, id uint32) {
+	if c.es == nil || cost < c.cost {
+		c.cost, c.es, c.id = cost, es, id
 	}
 }
 

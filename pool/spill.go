@@ -171,3 +171,32 @@ func (t *bitTable) word(id uint32) uint64 {
 	}
 	return c[(id&chunkMask)/64].Load()
 }
+
+// probeBelow returns a ready exit of a tier below start that the spillover passes by because none
+// of its exits is healthy for o at the last count: only a probe can be ready there — an exit's
+// own breaker or a pair due for one — and it must go for the tier to come back (the origin's due
+// heap covers pairs, not exits' own breakers). It samples such a tier as a pick used to sample
+// the lowest tier first; a spent tier sends nothing (budget.go).
+func (p *Pool) probeBelow(now time.Time, o *originState, set *exitSet, view *wantView, start int, avoid *Retries, c *choice) (*exitState, uint32) {
+	if start == 0 {
+		return nil, 0
+	}
+	st := o.spill.state.Load()
+	if st == nil || st.set != set {
+		return nil, 0
+	}
+	for gi := range start {
+		if st.health[gi] > 0 {
+			continue
+		}
+		g := &set.groups[gi]
+		sub := view.group(gi, g)
+		if p.spend.budgets != nil && p.tierSpent(now, g, sub, c) {
+			continue
+		}
+		if es, id := p.sample(g, sub, now, o, avoid); es != nil {
+			return es, id
+		}
+	}
+	return nil, 0
+}

@@ -25,7 +25,11 @@ import (
 // its first 429: the origin's limit is usually the same for every IP.
 const (
 	// RaiseAfter is how many windows a paced pair goes without a 429 before its allowance rises.
-	RaiseAfter = 10
+	// Each raise of a pair already at the origin's limit costs one 429: with 10, a pair of a
+	// one-minute window met one every ten minutes, about half of the 429s in the bench's round-3
+	// world (seed 2: 5,093 in 3 h with 10, 2,253 with 30; docs/decisions.md). A site that raised
+	// its limit is found out within half an hour of one-minute windows.
+	RaiseAfter = 30
 	// consecutive: two resets at most this many longest-seen Retry-Afters apart are taken for
 	// consecutive windows; further apart, the pair skipped windows and the count says nothing.
 	consecutive = 2

@@ -489,6 +489,10 @@ func TestIntegRateLimitOpensOnlyThePair(t *testing.T) {
 	if xa, _ := integPairState(tr.Pool().Snapshot(), "X", a); xa.State != breaker.Closed {
 		t.Fatalf("pair (X, A) after a good probe = %v, want closed", xa.State)
 	}
+	for range 16 { // tier 0's slow start for A (30 s): Y shares A meanwhile
+		fc.Advance(2 * time.Second)
+		integMustGet(t, c, originA.URL)
+	}
 	for i := range 4 {
 		check(fmt.Sprintf("recovered step %d, A", i), originA.URL, "X")
 	}

@@ -160,9 +160,21 @@ func TestPickTiersEscalatePerOriginAndComeBack(t *testing.T) {
 	if st := env.pairState(first, pickOriginA); st != breaker.Closed {
 		t.Fatalf("pair (%s, a.example) after a good probe = %v, want closed", first, st)
 	}
-	gotA = pickCount(t, env, pickURLA, 100)
-	if gotA[first] != 100 {
-		t.Errorf("tier 0 reheated: a.example went %v, want all 100 through %s", gotA, first)
+	// A tier back from empty takes its share over the spillover's slow start (30 s), not at once.
+	ramp := map[string]int{}
+	for range 16 {
+		env.clock.Advance(2 * time.Second)
+		l, _ := env.mustGet(t, nil, pickURLA)
+		ramp[l]++
+	}
+	if ramp[first] == 0 || ramp[first] == 16 {
+		t.Errorf("tier 0 ramping back over 32 s: a.example went %v, want some through %s and some through tier 1", ramp, first)
+	}
+	// With one of its two exits healthy for a.example, tier 0 keeps min(1, 1.4 × ½) = 70 % of it
+	// and spills the rest to tier 1 (Envoy's priority load).
+	gotA = pickCount(t, env, pickURLA, 200)
+	if n := gotA[first]; n < 110 || n > 170 || n+gotA["t1-0"]+gotA["t1-1"] != 200 {
+		t.Errorf("tier 0 half healthy and ramped: a.example went %v, want about 140 of 200 through %s, the rest through tier 1", gotA, first)
 	}
 }
 

@@ -99,7 +99,7 @@ func main() {
 	writeGateway(p, gw)
 	writeMeasures(p, *rounds)
 	p("\nTotal time of this run: %v.\n", time.Since(start).Round(time.Second))
-	b.WriteString(keptFleetOf(*out))
+	b.WriteString(keptSectionsOf(*out))
 	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func onlyMeasures(rounds int, write bool, out string) error {
 			return "", fmt.Errorf("%s has no %q section to replace: run the whole of benchall", out, heading)
 		}
 		log.Printf("replacing the measurements of %s", out)
-		return old[:i] + text + keptFleet(old), nil
+		return old[:i] + text + keptSections(old), nil
 	})
 }
 

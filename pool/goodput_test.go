@@ -1,0 +1,133 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/clock"
+	"github.com/proxybreaker/proxybreaker/pool"
+)
+
+// slowPool is newLatencyPool with exits e0…e(slow-1) answering origin in 1.5 s and the others in
+// 10 ms, 20 times each (the fast ones first).
+func slowPool(t *testing.T, n, slow int, origin string) (*pool.Pool, *clock.Fake) {
+	t.Helper()
+	p, clk := newLatencyPool(t, n)
+	for round := range 40 {
+		for i := range n {
+			switch {
+			case i >= slow:
+				answer(t, p, clk, origin, fmt.Sprintf("e%d", i), 10*time.Millisecond)
+			case round >= 20: // once the origin's typical latency is the fast exits'
+				answer(t, p, clk, origin, fmt.Sprintf("e%d", i), 1500*time.Millisecond)
+			}
+		}
+	}
+	return p, clk
+}
+
+// leaveAlone advances the clock by d, a minute at a time, with an answer of exit through origin
+// in 10 ms each minute: the origin stays in use (the idle sweep would forget it), and the other
+// exits are left alone.
+func leaveAlone(t *testing.T, p *pool.Pool, clk *clock.Fake, origin, exit string, d time.Duration) {
+	t.Helper()
+	for ; d > 0; d -= time.Minute {
+		clk.Advance(time.Minute - 10*time.Millisecond)
+		answer(t, p, clk, origin, exit, 10*time.Millisecond)
+	}
+}
+
+// TestTwoSlowCandidatesArePassedOver: with six of eight exits slow, a pick's two candidates are
+// often both slow; the better of them is still slow, and the pick draws again rather than take
+// it while a fast exit is ready. (Taking the better of two slow ones sent a third of the slow
+// pairs' attempts in the bench's round-3 world.)
+func TestTwoSlowCandidatesArePassedOver(t *testing.T) {
+	p, _ := slowPool(t, 8, 6, "shop.test")
+	got := shares(t, p, "shop.test", 400)
+	if slow := 400 - got["e6"] - got["e7"]; slow != 0 {
+		t.Errorf("picks with e0…e5 slow and e6, e7 fast and idle: %v, want none on a slow exit (%d)", got, slow)
+	}
+}
+
+// TestSlowPairTrickleIsOneAttempt: a slow pair whose estimate has decayed gets one attempt, its
+// trickle; while that is in flight the pair is passed over again, so that the requests of the
+// moment do not all follow it before its answer says whether it got faster.
+func TestSlowPairTrickleIsOneAttempt(t *testing.T) {
+	p, clk := slowPool(t, 4, 1, "shop.test")
+	leaveAlone(t, p, clk, "shop.test", "e1", 20*time.Minute) // e0's estimate decays to the typical
+	var held []pool.Lease
+	defer func() {
+		for _, l := range held {
+			l.Release()
+		}
+	}()
+	onE0 := 0
+	for range 60 {
+		l := mustPick(t, p, "shop.test")
+		held = append(held, l)
+		if l.Exit().Label() == "e0" {
+			onE0++
+		}
+	}
+	if onE0 != 1 {
+		t.Errorf("leases on e0 of 60 held, e0's slow estimate decayed: %d, want 1 (its trickle)", onE0)
+	}
+}
+
+// TestFailFastRefusesSlowWhenOtherOriginsServed: when only a slow pair is ready, a pick that
+// fails fast takes it while the pool serves that origin alone (a refused worker would have
+// nothing else to do), and is refused once another origin is being served (the worker serves
+// that one instead); a minute after the other origin's last success it takes the slow pair again.
+func TestFailFastRefusesSlowWhenOtherOriginsServed(t *testing.T) {
+	p, clk := slowPool(t, 2, 1, "shop.test")
+	l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.test", Exit: "e1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Report(pool.Verdict{Outcome: pool.Permanent, Class: pool.ClassBlocked}) // e1 × shop.test is parked
+	pickSlow := func(step string, want bool) {
+		t.Helper()
+		l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.test", FailFast: true})
+		var nh *pool.NoHealthyExitError
+		switch {
+		case want && err != nil:
+			t.Errorf("%s: Pick(shop.test) = %v, want e0 (slow, the only one ready)", step, err)
+		case want:
+			if got := l.Exit().Label(); got != "e0" {
+				t.Errorf("%s: Pick(shop.test) = %s, want e0", step, got)
+			}
+			l.Release()
+		case err == nil:
+			t.Errorf("%s: Pick(shop.test) = %s, want a refusal", step, l.Exit().Label())
+			l.Release()
+		case !errors.As(err, &nh) || nh.RetryIn <= 0:
+			t.Errorf("%s: Pick(shop.test) = %v, want a NoHealthyExitError with the time to e1's probe", step, err)
+		}
+	}
+	pickSlow("one origin served", true)
+	for i := range 3 {
+		clk.Advance(time.Second)
+		answer(t, p, clk, "other.test", fmt.Sprintf("e%d", i%2), 200*time.Millisecond)
+		answer(t, p, clk, "shop.test", "e0", 1500*time.Millisecond) // served in turn with other.test
+	}
+	pickSlow("two origins served in turn", false)
+	clk.Advance(time.Minute)
+	pickSlow("a minute after", true)
+}
+
+// TestOnlySlowReadyTakesTheCheapest: when every exit is tracked as slow (three by a single answer
+// of 400 ms where the typical is 10 ms, one at 1.5 s), a pool serving one origin takes the slow
+// exit that holds a worker the least, not one at random: drawn at random, the 1.5 s exit held
+// most of the workers of the transport's TestIntegSlowExitCarriesLess.
+func TestOnlySlowReadyTakesTheCheapest(t *testing.T) {
+	p, clk := slowPool(t, 4, 1, "shop.test")
+	for i := 1; i < 4; i++ {
+		answer(t, p, clk, "shop.test", fmt.Sprintf("e%d", i), 400*time.Millisecond)
+	}
+	if got := shares(t, p, "shop.test", 400); got["e0"] != 0 {
+		t.Errorf("picks with every exit slow, e0 at 1.5 s and the others at 400 ms: %v, want none on e0", got)
+	}
+}
