@@ -65,7 +65,8 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 		exitPm.Neutral(now)
 	default: // pair scope
 		p.pairPermit(t).Failure(now, f)
-		if v.ConnLevel && !p.gateways.live.get(t.id) { // a session's own failures are its own (gateway_rotate.go)
+		// A session's own failures are its IP's (gateway_rotate.go), also when they arrive after it was replaced.
+		if gw := t.exit.exit.gw; v.ConnLevel && (gw == nil || !gw.s.g.spec.rotate) {
 			exitPm.Failure(now, breaker.Failure{Reason: f.Reason, MaxWindow: p.exitRest})
 		} else {
 			exitPm.Neutral(now)

@@ -15,6 +15,13 @@
 // from their answers, their origins' page sizes and their exits' tiers; ours meets the tiers as
 // pool.Exit tiers, and CrawleeTiered is the peer that knows tiers too.
 //
+// The gateway world (GatewayWorld, gateway.go) is a provider's pool of IPs behind one gateway: a
+// Provider maps each username to an IP as a gateway does (a session sticks to its IP until its
+// TTL, a username without one draws per request), origins ban IPs, subnet-mates with them, and
+// the strategies are the pool used as users do today (GatewayLines: N static session lines) or
+// with its gateway support (GatewaySessions: one {session} line); recovery there is measured per
+// line (a session slot), from the ban met to the line's next page.
+//
 // No sleeps: a discrete-event loop advances a clock.Fake to the earliest worker event and lets
 // exactly one worker goroutine run at a time, so a run is deterministic for its seed, and runs of
 // different worlds or strategies may go in parallel (RunAll).

@@ -25,6 +25,7 @@ type banEpisode struct {
 
 // recoveryLog follows every pair's ban episodes through one run. The scheduler runs one worker at
 // a time, so it needs no lock.
+// recoveryLog is nil when the strategy measures recovery itself (Env.ownRecovery).
 type recoveryLog struct {
 	eps     [][]banEpisode // by pair, sorted
 	next    []int          // by pair: the first episode not yet recovered from
@@ -54,6 +55,9 @@ func mergeBans(ws []Window, gap time.Duration) []banEpisode {
 
 // met notes that pair p answered an attempt sent at sent with a ban's answer.
 func (l *recoveryLog) met(p int, sent time.Time) {
+	if l == nil {
+		return
+	}
 	eps := l.eps[p]
 	for k := l.next[p]; k < len(eps) && !eps[k].From.After(sent); k++ {
 		if eps[k].Contains(sent) {
@@ -65,6 +69,9 @@ func (l *recoveryLog) met(p int, sent time.Time) {
 
 // served notes a success of pair p at now: every episode that ended by then is recovered from.
 func (l *recoveryLog) served(p int, now time.Time, m *Metrics) {
+	if l == nil {
+		return
+	}
 	eps := l.eps[p]
 	for ; l.next[p] < len(eps) && !eps[l.next[p]].To.After(now); l.next[p]++ {
 		ep := eps[l.next[p]]
@@ -80,6 +87,9 @@ func (l *recoveryLog) served(p int, now time.Time, m *Metrics) {
 
 // finish counts the measurable episodes no success followed.
 func (l *recoveryLog) finish(m *Metrics) {
+	if l == nil {
+		return
+	}
 	for p, eps := range l.eps {
 		for _, ep := range eps[l.next[p]:] {
 			switch {

@@ -149,6 +149,14 @@ func (env *Env) Send(w, e int, q Request) (r Result, ok bool) {
 	return r, true
 }
 
+// ownRecovery hands the recovery measure to the strategy, which appends to the returned metrics'
+// Recovery and Unrecovered itself: Send stops measuring it per pair (the gateway world measures it
+// per line, gateway.go). Call it from Strategy.New.
+func (env *Env) ownRecovery() *Metrics {
+	env.s.recovery = nil
+	return &env.s.m
+}
+
 // Router is what a strategy's workers send through: it chooses an exit for each request and
 // plays the attempt with Env.Send, or sends nothing.
 type Router interface {

@@ -11,7 +11,8 @@
 //
 // and the round-3 world alone, every seed and strategy: -only sim -worlds round-3. -only spend runs
 // the spend world (issue 25: a datacenter and a residential tier priced per GB) and, with -write,
-// replaces its own section: go run ./cmd/benchall -only spend -write.
+// replaces its own section: go run ./cmd/benchall -only spend -write. -only gateway does the same for
+// the gateway world (issue 27: a provider's sticky sessions as static lines or as a gateway line).
 package main
 
 import (
@@ -31,7 +32,7 @@ func main() {
 	out := flag.String("out", "RESULTS.md", "where to write the results")
 	chart := flag.String("chart", "chart.svg", "where to write the chart")
 	rounds := flag.Int("rounds", 5, "rounds of the overhead benchmarks")
-	only := flag.String("only", "", `"sim": run only the simulation, "spend": only the spend world, "measures": only the measurements on real time, "pickreport": only pick + report beside gobreaker; print their sections to stdout (see -write)`)
+	only := flag.String("only", "", `"sim": run only the simulation, "spend": only the spend world, "gateway": only the gateway world, "measures": only the measurements on real time, "pickreport": only pick + report beside gobreaker; print their sections to stdout (see -write)`)
 	write := flag.Bool("write", false, "with -only: replace those sections of -out (and, for sim, rewrite -chart) instead of printing")
 	var cfg simConfig
 	flag.StringVar(&cfg.seeds, "seeds", "1,2,3,4,5", "round-2 and round-3 world seeds, comma-separated")
@@ -58,13 +59,18 @@ func main() {
 			log.Fatal(err)
 		}
 		return
+	case "gateway":
+		if err := onlyGateway(cfg, *write, *out); err != nil { // gatewayreport.go
+			log.Fatal(err)
+		}
+		return
 	case "pickreport":
 		if err := onlyPickReport(*write, *out); err != nil { // pickreport.go
 			log.Fatal(err)
 		}
 		return
 	default:
-		log.Fatalf("-only %q: want sim, spend, measures or pickreport", *only)
+		log.Fatalf("-only %q: want sim, spend, gateway, measures or pickreport", *only)
 	}
 	start := time.Now()
 	var b strings.Builder
@@ -86,6 +92,11 @@ func main() {
 		log.Fatal(err)
 	}
 	writeSpend(p, spend)
+	gw, err := runGateway(cfg) // gatewayreport.go
+	if err != nil {
+		log.Fatal(err)
+	}
+	writeGateway(p, gw)
 	writeMeasures(p, *rounds)
 	p("\nTotal time of this run: %v.\n", time.Since(start).Round(time.Second))
 	b.WriteString(keptSectionsOf(*out))

@@ -36,14 +36,20 @@ func runSpend(cfg simConfig) (*spendResults, error) {
 		return nil, err
 	}
 	sts = append(sts, sim.CrawleeTiered(), sim.InformedOracle(), sim.Oracle())
-	res := &spendResults{partial: cfg.seeds != "1,2,3,4,5" || cfg.duration != 0 || len(sts) < len(strategyTable)+1+oracles}
+	return runWorlds(cfg, "spend", sim.SpendWorld, sts, cfg.seeds != "1,2,3,4,5" || cfg.duration != 0 || len(sts) < len(strategyTable)+1+oracles)
+}
+
+// runWorlds plays world(seed) for each of cfg's seeds with sts, -j at a time, named in the log
+// by name; partial says the run is narrower than the report's full set.
+func runWorlds(cfg simConfig, name string, world func(uint64) sim.Scenario, sts []sim.Strategy, partial bool) (*spendResults, error) {
+	res := &spendResults{partial: partial}
 	var jobs []sim.Job
 	for _, f := range strings.Split(cfg.seeds, ",") {
 		seed, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("-seeds: %w", err)
 		}
-		sc := sim.SpendWorld(seed)
+		sc := world(seed)
 		if cfg.duration > 0 {
 			sc.Duration = cfg.duration
 		}
@@ -53,7 +59,7 @@ func runSpend(cfg simConfig) (*spendResults, error) {
 		}
 	}
 	start := time.Now()
-	log.Printf("spend: %d runs, %d at a time", len(jobs), cfg.parallel)
+	log.Printf("%s: %d runs, %d at a time", name, len(jobs), cfg.parallel)
 	ms, err := sim.RunAll(jobs, cfg.parallel)
 	if err != nil {
 		return nil, err
@@ -177,9 +183,15 @@ func onlySpend(cfg simConfig, write bool, out string) error {
 	}
 	var b strings.Builder
 	writeSpend(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }, res)
-	return printOrSplice(write, out, b.String(), func(s, text string) (string, error) {
-		if i := strings.Index(s, spendHeading); i >= 0 {
-			rest := s[i+len(spendHeading):]
+	return printOrSplice(write, out, b.String(), spliceSection(out, spendHeading, "spend"))
+}
+
+// spliceSection returns the splice that replaces the section under heading in out's text (up to
+// the next second-level heading), or adds it before the measurements when there is none.
+func spliceSection(out, heading, name string) func(s, text string) (string, error) {
+	return func(s, text string) (string, error) {
+		if i := strings.Index(s, heading); i >= 0 {
+			rest := s[i+len(heading):]
 			if j := strings.Index(rest, "\n## "); j >= 0 {
 				return s[:i] + text + rest[j+1:], nil
 			}
@@ -188,9 +200,9 @@ func onlySpend(cfg simConfig, write bool, out string) error {
 		const before = "## Overhead:"
 		i := strings.Index(s, before)
 		if i < 0 {
-			return "", fmt.Errorf("%s has neither a spend section nor %q to put one before: run the whole of benchall", out, before)
+			return "", fmt.Errorf("%s has neither a %s section nor %q to put one before: run the whole of benchall", out, name, before)
 		}
-		log.Printf("adding the spend section to %s", out)
+		log.Printf("adding the %s section to %s", name, out)
 		return s[:i] + text + s[i:], nil
-	})
+	}
 }
