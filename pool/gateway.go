@@ -29,8 +29,9 @@ import (
 //     plain 403 judged a ban), or whose own connection failures trip its own breaker, is retired
 //     and replaced at once by a freshly minted session — a new IP — instead of waiting out a
 //     cooldown (gateway_rotate.go); its breakers are forgotten. Sessions lost to connection
-//     failures count as failures of the gateway's breaker, so a gateway that fails every session
-//     is parked instead of churning;
+//     failures before they ever served count as failures of the gateway's breaker, so a gateway
+//     that fails every fresh session is parked instead of churning, while a session that served
+//     and then lost its IP (a flaky or recycled address) costs only itself;
 //   - a session older than session-ttl is retired and replaced on the pool's clock, before the
 //     provider recycles its IP;
 //   - caller sessions (Request.Session) pinned to a replaced session follow it to its replacement
@@ -88,6 +89,9 @@ type gwSession struct {
 	born time.Time
 	own  *breaker.Breaker // its own connection failures (rotate=on)
 	done atomic.Bool      // retired
+	// served: an attempt through it succeeded. Only a session lost to connection failures before
+	// it ever served counts against the gateway (gateway_rotate.go).
+	served atomic.Bool
 }
 
 // gatewayTable is the pool's gateways.

@@ -71,6 +71,10 @@ func (p *Pool) sessionReported(now time.Time, t *ticket, v Verdict, pairAfter br
 	}
 	s.g.egress.heard(now, s, t.origin.key, v) // its egress IP's health for the origin (gateway_egress.go)
 	switch {
+	case v.Outcome == Success:
+		if !s.served.Load() {
+			s.served.Store(true)
+		}
 	case v.Class == ClassBlocked && pairAfter != breaker.Closed:
 		p.rotateSession(now, s, RotationBlocked, t.origin.key)
 	case v.Outcome == Transient && v.ConnLevel && v.Scope == ScopePair:
@@ -105,9 +109,12 @@ func (p *Pool) rotateSession(now time.Time, s *gwSession, why RotationReason, or
 	p.mu.Unlock()
 
 	g.rotations[why].Add(1)
-	if why == RotationConnection {
-		// A gateway that loses session after session to connection failures is itself failing:
-		// its breaker counts each loss, and parks every session once they add up.
+	if why == RotationConnection && !s.served.Load() {
+		// A gateway whose fresh sessions fail at the connection before serving anything is itself
+		// failing: its breaker counts each such loss, and parks every session once they add up. A
+		// session that served and then failed lost its own IP (a flaky or recycled address, 10 %
+		// of a provider's pool in the gateway world): counting those parked all 20 sessions for
+		// 31–82 min of each simulated 3 h (docs/decisions.md, the gateway world).
 		if pm, ok := g.wide.ClosedPermit(); ok {
 			pm.Failure(now, breaker.Failure{Reason: "session_" + why.String()})
 		}
