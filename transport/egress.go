@@ -93,14 +93,11 @@ func isEgressRejection(err error) bool {
 func (t *Transport) roundTripEgress(req *http.Request) (*http.Response, error) {
 	for tries := 1; ; tries++ {
 		resp, err := t.roundTrip(req)
-		var rej *egressRejectedError
-		if err == nil || !errors.As(err, &rej) {
-			return resp, err
+		if err == nil {
+			return resp, nil
 		}
-		var ae *AttemptError
-		if tries > pool.MaxEgressRedials && errors.As(err, &ae) {
-			ae.Err = &pool.EgressBannedError{Gateway: rej.gateway, Origin: rej.origin, IP: rej.ip, Tries: tries}
-			return nil, ae
+		if redial, err := egressRedial(err, tries); !redial {
+			return resp, err
 		}
 		next, ok := rewind(req)
 		if !ok {
@@ -108,6 +105,23 @@ func (t *Transport) roundTripEgress(req *http.Request) (*http.Response, error) {
 		}
 		req = next
 	}
+}
+
+// egressRedial reports whether a failed attempt, the tries-th of its request, was a banned egress
+// IP's rejection to dial again, and the error to return if not: after MaxEgressRedials the
+// attempt's error says the gateway's IPs are banned. Its own function, so that the targets of
+// errors.As escape only on a failed attempt: a served request allocates nothing here.
+func egressRedial(err error, tries int) (bool, error) {
+	var rej *egressRejectedError
+	if !errors.As(err, &rej) {
+		return false, err
+	}
+	var ae *AttemptError
+	if tries > pool.MaxEgressRedials && errors.As(err, &ae) {
+		ae.Err = &pool.EgressBannedError{Gateway: rej.gateway, Origin: rej.origin, IP: rej.ip, Tries: tries}
+		return false, ae
+	}
+	return true, err
 }
 
 // rewind returns req ready to be sent again: as it is without a body, else with a fresh body from
