@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/pool"
@@ -64,5 +65,26 @@ func TestIntegWantOnlyMatchingExits(t *testing.T) {
 	}
 	if seen := count(); seen["us-1"]+seen["us-2"] != 320 || len(seen) != 2 {
 		t.Errorf("after the refused request the origin saw %v, want nothing more", seen)
+	}
+
+	// Both US exits cooling for the origin: the same Want now fails as "every matching exit is
+	// cooling" (with the time until the soonest comes back), not as a configuration fault, and
+	// nothing leaves through the other countries' exits.
+	for _, l := range []string{"us-1", "us-2"} {
+		if err := tr.Pool().Ban(l, integOriginKey(origin), 10*time.Minute, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, origin.URL, nil)
+	resp, err = client.Do(req)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	var nh *pool.NoHealthyExitError
+	if !errors.As(err, &nh) || errors.Is(err, pool.ErrNoMatchingExit) || nh.RetryIn <= 0 || nh.RetryIn > 10*time.Minute {
+		t.Errorf("Want country=us with both US exits banned: %v, want a *pool.NoHealthyExitError with RetryIn in (0, 10m], not ErrNoMatchingExit", err)
+	}
+	if seen := count(); seen["us-1"]+seen["us-2"] != 320 || len(seen) != 2 {
+		t.Errorf("after the cooling refusal the origin saw %v, want nothing more", seen)
 	}
 }
