@@ -193,10 +193,8 @@ func (p *Pool) dueProbe(now time.Time, o *originState, set *exitSet, view *wantV
 		return nil, 0
 	}
 	g := &set.groups[pos.group]
-	if !inSubset(view.group(pos.group, g), pos.index) {
-		return nil, 0
-	}
-	if p.spend.budgets != nil && p.tierSpent(now, g, view.group(pos.group, g), c) {
+	sub := view.group(pos.group, g)
+	if !inSubset(sub, pos.index) || p.tierSpent(now, g, sub, c) {
 		return nil, 0
 	}
 	if ok, _, _ := p.ready(now, o, g, pos.index, avoid); !ok {

@@ -216,10 +216,8 @@ func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string
 	}
 	pos := set.where[es.id]
 	g := &set.groups[pos.group]
-	if p.spend.budgets != nil {
-		if c := (choice{}); p.tierSpent(now, g, nil, &c) {
-			return time.Time{}, scopeNone, budgetError(originKey, &c, now)
-		}
+	if c := (choice{}); p.tierSpent(now, g, nil, &c) {
+		return time.Time{}, scopeNone, budgetError(originKey, &c, now)
 	}
 	ok, at, scope := p.ready(now, o, g, pos.index, nil)
 	if !ok && scope != scopeNone {

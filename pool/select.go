@@ -51,7 +51,7 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantVi
 			gi := spillOrder(k, start)
 			g := &set.groups[gi]
 			sub := view.group(gi, g)
-			if p.spend.budgets != nil && p.tierSpent(now, g, sub, &c) {
+			if p.tierSpent(now, g, sub, &c) {
 				continue // escalate: the tier has spent its budget
 			}
 			if es, id := p.sample(g, sub, now, o, avoid); es != nil {

@@ -191,7 +191,7 @@ func (p *Pool) probeBelow(now time.Time, o *originState, set *exitSet, view *wan
 		}
 		g := &set.groups[gi]
 		sub := view.group(gi, g)
-		if p.spend.budgets != nil && p.tierSpent(now, g, sub, c) {
+		if p.tierSpent(now, g, sub, c) {
 			continue
 		}
 		if es, id := p.sample(g, sub, now, o, avoid); es != nil {
