@@ -12,58 +12,100 @@ import (
 //   - A caller that waits for a token (configured limits, no FailFast) gets the fast exit's
 //     answer after the wait: the scan takes a slow exit only when no fast exit's token comes
 //     sooner than the slow answer would (select.go).
-//   - A pick that fails fast hands the worker back at once. When the pool has lately served more
-//     than one origin, the caller has other work, and a fast page of another origin costs a
-//     fraction of one slow page's worker time: such a pick passes over slow pairs entirely,
-//     and is refused rather than held (a ThrottledError or NoHealthyExitError with the soonest
+//   - A pick that fails fast hands the worker back at once. When the pool has lately served
+//     another origin that does not bind — none of its picks found every fast exit busy or out
+//     of tokens in the last minute — the caller has other work, and a fast page there costs a
+//     fraction of one slow page's worker time: such a pick passes over slow pairs entirely, and
+//     is refused rather than held (a ThrottledError or NoHealthyExitError with the soonest
 //     instant a fast exit is ready). A slow pair is then used only by its trickle: its estimate
 //     decays with time (latency.go) until it competes as an equal again, and its answer says
 //     whether it got faster. This is the informed oracle's rule in the bench (worth: a slow
-//     attempt is taken only when a worker-second gets less elsewhere), with "elsewhere" read
-//     from the pool's own successes instead of the hidden state.
-//   - A pool that serves one origin alone takes a slow exit when nothing else is ready: a refused
-//     worker would have nothing else to do.
+//     attempt is taken only when a worker-second gets less elsewhere, counted on the origins
+//     whose capacity did not bind in the last minute), with "elsewhere" read from the pool's own
+//     picks and successes instead of the hidden state.
+//   - A pool that serves one origin alone, or whose every origin served binds, takes a slow exit
+//     when nothing else is ready: a refused worker would have nothing else to do, or only work
+//     whose fast capacity other workers use anyway (the bench's round-1 world, where every site
+//     caps each exit at 12 a minute: the flaky exits' pages are what is left to gain).
 //
-// servedMix says whether the pool's successes lately came from more than one origin. It is
-// written at most once per mixSample by successes (a read of one shared word otherwise), so that
-// reports from many goroutines do not contend on it.
+// servedMix says whether another origin was lately served without binding: one for which no
+// pick found every fast exit busy or out of tokens (bound) in the last boundWindow. Only then has
+// a refused worker other work that a worker-second pays for; when every origin binds (the bench's
+// round-1 world: every site caps each exit), the capacity of each is used whatever a refused
+// worker does next, and a slow or flaky pair that is ready adds what it serves. It is written at
+// most once per mixSample by successes (a read of one shared word otherwise), so that reports
+// from many goroutines do not contend on it.
 type servedMix struct {
-	// last is the latest sampled success: its origin's tag (high word) and latencyStamp (low).
-	last atomic.Uint64
-	// mixed is the latencyStamp of the latest sample whose origin differed from the one before.
-	mixed atomic.Uint32
+	// last is the latencyStamp of the latest sampled success.
+	last atomic.Uint32
+	// free are the latest sampled successes of unbound origins, of two different origins: each
+	// the origin's tag (high word) and latencyStamp (low); 0 before any.
+	free [2]atomic.Uint64
 }
 
 const (
 	// mixSample is the shortest interval between two samples of the served origin.
 	mixSample = 100 * time.Millisecond
-	// mixWindow is how long after two origins were last seen served in turn the pool still counts
-	// as serving several.
+	// mixWindow is how long after an unbound origin was last seen served a refused worker still
+	// counts as having other work.
 	mixWindow = 30 * time.Second
+	// boundWindow is how long after a pick for it found no fast exit ready an origin counts as
+	// bound (the informed oracle's: a minute).
+	boundWindow = time.Minute
 )
 
 // note samples a success for origin o at now.
 func (m *servedMix) note(now time.Time, o *originState) {
 	st := latencyStamp(now)
 	v := m.last.Load()
-	if d := int32(st - uint32(v)); v != 0 && d >= 0 && time.Duration(d)*latencyTick < mixSample {
+	if d := int32(st - v); v != 0 && d >= 0 && time.Duration(d)*latencyTick < mixSample {
+		return
+	}
+	m.last.Store(st)
+	if !o.lat.unbound(now) {
 		return
 	}
 	tag := o.tag()
-	if v != 0 && uint32(v>>32) != tag {
-		m.mixed.Store(st)
+	if f := m.free[0].Load(); f != 0 && uint32(f>>32) != tag {
+		m.free[1].Store(f)
 	}
-	m.last.Store(uint64(tag)<<32 | uint64(st))
+	m.free[0].Store(uint64(tag)<<32 | uint64(st))
 }
 
-// several reports whether more than one origin was served within mixWindow of now.
-func (m *servedMix) several(now time.Time) bool {
-	at := m.mixed.Load()
-	if at == 0 {
-		return false
+// elsewhere reports whether an origin other than o, unbound, was served within mixWindow of now.
+func (m *servedMix) elsewhere(now time.Time, o *originState) bool {
+	tag := o.tag()
+	for i := range m.free {
+		f := m.free[i].Load()
+		if f == 0 || uint32(f>>32) == tag {
+			continue
+		}
+		if d := int32(latencyStamp(now) - uint32(f)); d < 0 || time.Duration(d)*latencyTick <= mixWindow {
+			return true
+		}
 	}
-	d := int32(latencyStamp(now) - at)
-	return d < 0 || time.Duration(d)*latencyTick <= mixWindow
+	return false
+}
+
+// noteBound notes that a pick for the origin found no fast exit ready at now. It writes the
+// shared word at most once per mixSample.
+func (l *originLatency) noteBound(now time.Time) {
+	st := latencyStamp(now)
+	if d := int32(st - l.bound.Load()); d >= 0 && time.Duration(d)*latencyTick < mixSample {
+		return
+	}
+	l.bound.Store(st)
+}
+
+// unbound reports whether no pick for the origin found every fast exit unready within
+// boundWindow of now.
+func (l *originLatency) unbound(now time.Time) bool {
+	b := l.bound.Load()
+	if b == 0 {
+		return true
+	}
+	d := int32(latencyStamp(now) - b)
+	return d >= 0 && time.Duration(d)*latencyTick > boundWindow
 }
 
 // tag returns a 32-bit FNV-1a hash of the origin's key: two origins share one only by chance
@@ -77,11 +119,11 @@ func (o *originState) tag() uint32 {
 	return h
 }
 
-// holdsSlow reports whether a pick for which failFast says the caller gets a refusal rather than
-// a wait may take a slow pair when only slow ones are ready: not when the pool serves several
-// origins (the refused worker serves another).
-func (p *Pool) holdsSlow(now time.Time, failFast bool) bool {
-	return !failFast || !p.mix.several(now)
+// holdsSlow reports whether a pick for o for which failFast says the caller gets a refusal rather
+// than a wait may take a slow pair when only slow ones are ready: not when another origin is
+// served unbound (the refused worker serves that one).
+func (p *Pool) holdsSlow(now time.Time, o *originState, failFast bool) bool {
+	return !failFast || !p.mix.elsewhere(now, o)
 }
 
 // failsFast reports whether a pick for r refuses rather than waits for a token (pick).

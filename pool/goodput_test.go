@@ -77,45 +77,82 @@ func TestSlowPairTrickleIsOneAttempt(t *testing.T) {
 	}
 }
 
+// park reports a block on the pair (exit, origin): its breaker is parked.
+func park(t *testing.T, p *pool.Pool, origin, exit string) {
+	t.Helper()
+	l, err := p.Pick(context.Background(), pool.Request{Origin: origin, Exit: exit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Report(pool.Verdict{Outcome: pool.Permanent, Class: pool.ClassBlocked})
+}
+
+// pickSlow makes a fail-fast pick for origin, where only the slow exit e0 is ready, and checks
+// that it takes e0 (want) or is refused with the time to the soonest probe.
+func pickSlow(t *testing.T, p *pool.Pool, origin, step string, want bool) {
+	t.Helper()
+	l, err := p.Pick(context.Background(), pool.Request{Origin: origin, FailFast: true})
+	var nh *pool.NoHealthyExitError
+	switch {
+	case want && err != nil:
+		t.Errorf("%s: Pick(%s) = %v, want e0 (slow, the only one ready)", step, origin, err)
+	case want:
+		if got := l.Exit().Label(); got != "e0" {
+			t.Errorf("%s: Pick(%s) = %s, want e0", step, origin, got)
+		}
+		l.Release()
+	case err == nil:
+		t.Errorf("%s: Pick(%s) = %s, want a refusal", step, origin, l.Exit().Label())
+		l.Release()
+	case !errors.As(err, &nh) || nh.RetryIn <= 0:
+		t.Errorf("%s: Pick(%s) = %v, want a NoHealthyExitError with the time to the soonest probe", step, origin, err)
+	}
+}
+
 // TestFailFastRefusesSlowWhenOtherOriginsServed: when only a slow pair is ready, a pick that
 // fails fast takes it while the pool serves that origin alone (a refused worker would have
 // nothing else to do), and is refused once another origin is being served (the worker serves
 // that one instead); a minute after the other origin's last success it takes the slow pair again.
 func TestFailFastRefusesSlowWhenOtherOriginsServed(t *testing.T) {
 	p, clk := slowPool(t, 2, 1, "shop.test")
-	l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.test", Exit: "e1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Report(pool.Verdict{Outcome: pool.Permanent, Class: pool.ClassBlocked}) // e1 × shop.test is parked
-	pickSlow := func(step string, want bool) {
-		t.Helper()
-		l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.test", FailFast: true})
-		var nh *pool.NoHealthyExitError
-		switch {
-		case want && err != nil:
-			t.Errorf("%s: Pick(shop.test) = %v, want e0 (slow, the only one ready)", step, err)
-		case want:
-			if got := l.Exit().Label(); got != "e0" {
-				t.Errorf("%s: Pick(shop.test) = %s, want e0", step, got)
-			}
-			l.Release()
-		case err == nil:
-			t.Errorf("%s: Pick(shop.test) = %s, want a refusal", step, l.Exit().Label())
-			l.Release()
-		case !errors.As(err, &nh) || nh.RetryIn <= 0:
-			t.Errorf("%s: Pick(shop.test) = %v, want a NoHealthyExitError with the time to e1's probe", step, err)
-		}
-	}
-	pickSlow("one origin served", true)
+	park(t, p, "shop.test", "e1")
+	pickSlow(t, p, "shop.test", "one origin served", true)
 	for i := range 3 {
 		clk.Advance(time.Second)
 		answer(t, p, clk, "other.test", fmt.Sprintf("e%d", i%2), 200*time.Millisecond)
 		answer(t, p, clk, "shop.test", "e0", 1500*time.Millisecond) // served in turn with other.test
 	}
-	pickSlow("two origins served in turn", false)
+	pickSlow(t, p, "shop.test", "two origins served in turn", false)
 	clk.Advance(time.Minute)
-	pickSlow("a minute after", true)
+	pickSlow(t, p, "shop.test", "a minute after", true)
+}
+
+// TestFailFastTakesSlowWhenEveryOriginBinds: an origin served while its picks find no fast exit
+// ready (bound: every site caps each exit, as in the bench's round-1 world) is no other work for a
+// refused worker — whatever it does next, each origin's fast capacity is used — so a fail-fast
+// pick for another origin where only a slow pair is ready takes it, once the bound origin's
+// successes from before it bound are more than half a minute old.
+func TestFailFastTakesSlowWhenEveryOriginBinds(t *testing.T) {
+	p, clk := slowPool(t, 3, 1, "shop.test")
+	park(t, p, "shop.test", "e1")
+	park(t, p, "shop.test", "e2")
+	// other.test: e0 and e1 fast, then e2 slow for it, then e0 and e1 parked for it.
+	for range 20 {
+		answer(t, p, clk, "other.test", "e0", 10*time.Millisecond)
+		answer(t, p, clk, "other.test", "e1", 10*time.Millisecond)
+	}
+	answer(t, p, clk, "other.test", "e2", 1500*time.Millisecond)
+	pickSlow(t, p, "shop.test", "other.test served with fast exits ready", false)
+	park(t, p, "other.test", "e0")
+	park(t, p, "other.test", "e1")
+	for range 40 { // other.test is served by e2 alone, and its picks find no fast exit ready
+		clk.Advance(time.Second)
+		if l, err := p.Pick(context.Background(), pool.Request{Origin: "other.test", FailFast: true}); err == nil {
+			l.Release()
+		}
+		answer(t, p, clk, "other.test", "e2", 1500*time.Millisecond)
+	}
+	pickSlow(t, p, "shop.test", "every origin served binds", true)
 }
 
 // TestOnlySlowReadyTakesTheCheapest: when every exit is tracked as slow (three by a single answer

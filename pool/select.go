@@ -282,7 +282,10 @@ func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, av
 		}
 	}
 	c.exit, c.id = fast.es, fast.id
-	if c.exit == nil && slow.es != nil && p.holdsSlow(now, failFast) {
+	if c.exit == nil {
+		o.lat.noteBound(now) // no fast exit ready: the origin binds (goodput.go)
+	}
+	if c.exit == nil && slow.es != nil && p.holdsSlow(now, o, failFast) {
 		// Only slow exits are ready. Holding a worker for a slow answer beats waiting only when no
 		// other exit's token comes sooner than that answer would: goodput per worker-second.
 		wait := c.tokenAt.Sub(now).Seconds()
