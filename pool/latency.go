@@ -28,7 +28,8 @@ import (
 //     only slow ones are, goodput.go). Read at a pick, a tracked estimate decays towards the
 //     typical with time since its last answer (trickleDecay), so a slow exit left alone for a
 //     while is tried again — one attempt at a time, a trickle that notices when it got faster —
-//     instead of never.
+//     instead of never. After a timeout it decays three times as fast (timeoutDecay): a timeout
+//     never reached the site, so it says nothing of whether the site serves the pair again.
 //   - Untracked pairs all cost the typical: among them the comparison is the in-flight count,
 //     as before; an origin with no tracked pair reads nothing more than before at a pick. A
 //     tracked estimate decayed under fastFactor × the typical costs the typical too, so that a
@@ -52,6 +53,11 @@ const (
 	// 25× it. Each trickle holds a worker for a slow answer; with latencyDecay (1 min) the slow
 	// and flaky pairs' trickles held a tenth of the bench's round-3 workers.
 	trickleDecay = 3 * time.Minute
+	// timeoutDecay is trickleDecay for a pair whose last answer was a timeout: a timeout never
+	// reached the site, so it says nothing of whether the site serves the pair (a ban over), and
+	// a flaky exit's next attempt is likelier served than not. From a 15 s timeout 25× the
+	// typical, the trickle comes back after about 4 min instead of 14.
+	timeoutDecay = time.Minute
 	// latencyMemory is the least weight a tracked estimate keeps at an answer, however long ago
 	// the last one was: a pair answered rarely (its trickle) is judged on more than one answer, so
 	// that a flaky exit whose every third attempt times out is not back to full share at its
@@ -114,17 +120,21 @@ func (pl *pairLatency) rampAge(now time.Time) (time.Duration, bool) {
 // latencyStamp reads t in latencyTicks since episodeEpoch, never 0 (which says "no ramp").
 func latencyStamp(t time.Time) uint32 { return max(uint32(t.Sub(episodeEpoch)/latencyTick), 1) }
 
-func packLatency(est float64, now time.Time) uint64 {
+// packLatency packs est and now; timedOut (the last answer was a timeout) is the estimate's sign.
+func packLatency(est float64, now time.Time, timedOut bool) uint64 {
+	if timedOut {
+		est = -est
+	}
 	return uint64(math.Float32bits(float32(est)))<<32 | uint64(latencyStamp(now))
 }
 
-func (pl *pairLatency) load(now time.Time) (est float64, age time.Duration) {
+func (pl *pairLatency) load(now time.Time) (est float64, age time.Duration, timedOut bool) {
 	v := pl.v.Load()
 	est = float64(math.Float32frombits(uint32(v >> 32)))
 	if d := int32(latencyStamp(now) - uint32(v)); d > 0 {
 		age = time.Duration(d) * latencyTick
 	}
-	return est, age
+	return math.Abs(est), age, math.Signbit(est)
 }
 
 // typicalSeconds returns the origin's typical latency in seconds, 0 before any sample.
@@ -158,11 +168,15 @@ func (l *originLatency) estimate(now time.Time, id uint32, typ float64) float64 
 	if pl == nil {
 		return typ
 	}
-	est, age := pl.load(now)
+	est, age, timedOut := pl.load(now)
 	if est <= typ {
 		return typ
 	}
-	if d := typ + (est-typ)*math.Exp(-age.Seconds()/trickleDecay.Seconds()); d >= fastFactor*typ {
+	decay := trickleDecay
+	if timedOut {
+		decay = timeoutDecay
+	}
+	if d := typ + (est-typ)*math.Exp(-age.Seconds()/decay.Seconds()); d >= fastFactor*typ {
 		return d
 	}
 	return typ
@@ -197,22 +211,22 @@ func (l *originLatency) ramped(now time.Time, id uint32, r uint64) bool {
 
 // startRamp makes the pair of exit id ramp from now (it just closed after a trip).
 func (l *originLatency) startRamp(now time.Time, id uint32) {
-	l.track(now, id, 0).ramp.Store(latencyStamp(now))
+	l.track(now, id, 0, false).ramp.Store(latencyStamp(now))
 }
 
-// observe takes one answer of the pair of exit id that took d.
-func (l *originLatency) observe(now time.Time, id uint32, d time.Duration) {
+// observe takes one answer of the pair of exit id that took d; timedOut says it was a timeout.
+func (l *originLatency) observe(now time.Time, id uint32, d time.Duration, timedOut bool) {
 	s := d.Seconds()
 	if s <= 0 {
 		return
 	}
 	typ := l.typicalSeconds()
 	if pl := l.lookup(id); pl != nil {
-		l.update(now, id, pl, s, typ)
+		l.update(now, id, pl, s, typ, timedOut)
 		return
 	}
 	if typ > 0 && s > slowFactor*typ && d > latencyFloor {
-		l.track(now, id, s).ramp.Store(0)
+		l.track(now, id, s, timedOut).ramp.Store(0)
 		return
 	}
 	l.noteTypical(typ, s)
@@ -232,8 +246,8 @@ func (l *originLatency) noteTypical(typ, s float64) {
 // update moves a tracked pair's estimate with answer s (seconds): up at once to a slower one
 // (peak), else towards it by the time since the last; a pair back near the typical is dropped,
 // unless it is ramping (then only its estimate is).
-func (l *originLatency) update(now time.Time, id uint32, pl *pairLatency, s, typ float64) {
-	est, age := pl.load(now)
+func (l *originLatency) update(now time.Time, id uint32, pl *pairLatency, s, typ float64, timedOut bool) {
+	est, age, _ := pl.load(now)
 	_, ramping := pl.rampAge(now)
 	switch {
 	case est == 0 && s <= slowFactor*typ:
@@ -256,18 +270,19 @@ func (l *originLatency) update(now time.Time, id uint32, pl *pairLatency, s, typ
 		}
 		est = 0
 	}
-	pl.v.Store(packLatency(est, now))
+	pl.v.Store(packLatency(est, now, timedOut))
 }
 
-// track tracks the pair of exit id with estimate s (seconds; 0: not slow) and returns its state.
-func (l *originLatency) track(now time.Time, id uint32, s float64) *pairLatency {
+// track tracks the pair of exit id with estimate s (seconds; 0: not slow), timedOut if s was a
+// timeout, and returns its state.
+func (l *originLatency) track(now time.Time, id uint32, s float64, timedOut bool) *pairLatency {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	old := l.tracked.Load()
 	if old != nil {
 		if pl := (*old)[id]; pl != nil {
-			if est, _ := pl.load(now); s > 0 || est == 0 {
-				pl.v.Store(packLatency(s, now)) // tracked meanwhile
+			if est, _, _ := pl.load(now); s > 0 || est == 0 {
+				pl.v.Store(packLatency(s, now, timedOut)) // tracked meanwhile
 			}
 			return pl
 		}
@@ -277,7 +292,7 @@ func (l *originLatency) track(now time.Time, id uint32, s float64) *pairLatency 
 		m = maps.Clone(*old)
 	}
 	pl := &pairLatency{}
-	pl.v.Store(packLatency(s, now))
+	pl.v.Store(packLatency(s, now, timedOut))
 	m[id] = pl
 	l.tracked.Store(&m)
 	l.slow.set(id, true)
@@ -340,7 +355,7 @@ func (l *originLatency) passes(now time.Time, id uint32, busy bool) bool {
 	}
 	if busy {
 		if pl := l.lookup(id); pl != nil {
-			if est, _ := pl.load(now); est > 0 {
+			if est, _, _ := pl.load(now); est > 0 {
 				return true
 			}
 		}

@@ -166,3 +166,34 @@ func TestRecoveredPairRamps(t *testing.T) {
 		t.Errorf("e0's share after it closed: %v of 2000, want at most 150 at first and at least 400 once ramped", got)
 	}
 }
+
+// TestTimedOutPairTricklesSooner: a pair tracked after a timeout comes back for its trickle
+// sooner (timeoutDecay) than one tracked after a slow answer as long: the timeout never reached
+// the site, and a flaky exit's next attempt is likelier served than not. (Tried every 11 min
+// after each timeout, a flaky exit's pair whose ban had ended went unserved to the end of the
+// bench's round-2 runs, every trickle timing out.)
+func TestTimedOutPairTricklesSooner(t *testing.T) {
+	p, clk := newLatencyPool(t, 4)
+	for range 20 {
+		answer(t, p, clk, "shop.test", "e2", 100*time.Millisecond)
+		answer(t, p, clk, "shop.test", "e3", 100*time.Millisecond)
+	}
+	answer(t, p, clk, "shop.test", "e1", 2*time.Second) // slow: 20× the typical
+	l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.test", Exit: "e0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second)
+	l.Report(timeoutVerdict) // as long, but a timeout
+	if got := shares(t, p, "shop.test", 400); got["e0"]+got["e1"] != 0 {
+		t.Errorf("picks right after e0 timed out and e1 answered in 2 s (others 100 ms): %v, want none on either", got)
+	}
+	leaveAlone(t, p, clk, "shop.test", "e2", 5*time.Minute)
+	got := shares(t, p, "shop.test", 400)
+	if got["e0"] == 0 {
+		t.Errorf("picks 5 min after e0's timeout: %v, want some on e0 (its trickle)", got)
+	}
+	if got["e1"] != 0 {
+		t.Errorf("picks 5 min after e1's 2 s answer: %v, want none on e1 (its trickle comes after 11 min)", got)
+	}
+}
