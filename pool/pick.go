@@ -140,7 +140,6 @@ func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, 
 	var st sessionStep // the session's pin (session_limits.go)
 	for round, revived := 0, 0; round < maxPickRounds; round++ {
 		var es *exitState
-		var id uint32
 		if session != "" {
 			if es, err = p.stick(now, o, set, session, originKey, r.Want, &st); err != nil {
 				originPm.Release(now)
@@ -149,8 +148,10 @@ func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, 
 		}
 		if es == nil {
 			avoid := memo
-			if old := set.byID[st.claim.pin.id]; st.claim.had && old != nil {
-				avoid = avoidingPin(memo, old.exit) // re-pinning: another IP while one is ready
+			if st.claim.had {
+				if old := set.byID[st.claim.pin.id]; old != nil {
+					avoid = avoidingPin(memo, old.exit) // re-pinning: another IP while one is ready
+				}
 			}
 			c = p.choose(now, o, avoid, view, p.failsFast(r))
 			es = c.exit
@@ -163,8 +164,7 @@ func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, 
 		if es == nil {
 			break
 		}
-		id = es.id
-		ok := p.acquire(now, o, es, id, t)
+		ok := p.acquire(now, o, es, es.id, t)
 		if !ok {
 			p.refund(session, originKey, &st)
 			if o.isDead() && revived < 2*maxPickRounds {
