@@ -15,7 +15,8 @@ import (
 // A pin's age is measured on the pool's clock from its first pick; its uses are the picks that
 // went through it, the first included. The pick that finds a pin past either limit pins the
 // session afresh — on another exit while one is ready — and its lease says SessionMoved with
-// SessionMove MovedMaxAge or MovedMaxUses, apart from MovedExitLost and MovedRotated. A
+// SessionMove MovedMaxAge or MovedMaxUses, apart from MovedExitLost and MovedRotated (as does
+// each concurrent pick that found the same pin expired and joined the new one). A
 // SessionExpiryObserver hears each expired pin with the picks it served. In a pool made
 // WithStrictSessions the pick that finds its pin expired fails instead, once, with a
 // *SessionLostError matching ErrSessionExpired (and ErrSessionLost), and sends nothing: a login

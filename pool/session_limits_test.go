@@ -221,18 +221,23 @@ func TestSessionMaxUsesExactUnderConcurrency(t *testing.T) {
 	if want := goroutines * each / k; len(got) != want {
 		t.Fatalf("%d expiries, want %d (one per %d picks)", len(got), want, k)
 	}
-	total := 0
+	total, repinned := 0, 0
 	for i, e := range got {
 		if e.Uses != k || e.Reason != pool.MovedMaxUses {
 			t.Errorf("expiry %d: %d uses (%v), want exactly %d", i, e.Uses, e.Reason, k)
 		}
 		total += e.Uses
+		if e.New != nil && i < len(got)-1 { // the last one was the pick after the goroutines
+			repinned++
+		}
 	}
 	if total != goroutines*each {
 		t.Errorf("the pins served %d picks, want %d", total, goroutines*each)
 	}
-	if moved == 0 || moved > len(got) {
-		t.Errorf("%d leases said max_uses for %d expiries, want between 1 and %d", moved, len(got), len(got))
+	// The pick that re-pinned on a new exit says so, and so does each concurrent pick that found
+	// the same pin expired and joined the new one: at least one lease per such expiry.
+	if moved < repinned || repinned == 0 {
+		t.Errorf("%d leases said max_uses for %d pins re-pinned on a new exit, want at least as many", moved, repinned)
 	}
 }
 
