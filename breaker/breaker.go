@@ -409,13 +409,16 @@ func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
 		window = max(b.p.s.BaseCooldown, min(f.RetryAfter, b.p.s.MaxRetryAfter))
 	} else {
 		b.level = uint8(min(b.effectiveLevel(now)+1, b.p.maxLevel))
-		window = b.p.Cooldown(int(b.level))
+		window = b.p.Cooldown(int(b.level) + min(max(f.Stretch, 0), maxStretch))
 		if f.MaxWindow > 0 {
 			window = min(window, max(f.MaxWindow, b.p.s.BaseCooldown))
 		}
 	}
 	b.open(now, addSat(now, int64(b.p.jittered(window))), c, false, ev)
 }
+
+// maxStretch bounds Failure.Stretch: past MaxLevel (at most 62) every rung is MaxCooldown.
+const maxStretch = 64
 
 // park opens the breaker for ParkFor without raising the backoff level.
 func (b *Breaker) park(now int64, ev *events) {
