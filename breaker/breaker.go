@@ -402,7 +402,7 @@ func (b *Breaker) effectiveLevel(now int64) int {
 // rested each minute, not for ever-longer windows (a pace problem is the rate limiter's to fix),
 // and a pair whose level rose in a ban is not kept out longer than the origin asks once the ban
 // has turned into a rate limit. Failures without one climb the ladder, whose window a
-// Failure.MaxWindow caps.
+// Failure.MaxWindow caps; a Failure.Stretch reads it that many rungs higher.
 func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
 	b.trips++
 	var window time.Duration
