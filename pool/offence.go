@@ -100,6 +100,9 @@ func offenceClock(t time.Time) uint32 {
 	return uint32(min(max(t.Sub(episodeEpoch)/time.Minute, 1), offenceEnd))
 }
 
+// episodeTime is the instant episodeClock read as at.
+func episodeTime(at uint32) time.Time { return episodeEpoch.Add(time.Duration(at) * episodeTick) }
+
 // noteOffence remembers the ban that t ends — a probe closed the pair while its ban episode ran
 // (pace.go) — and tells the origin how long it lasted, a repeat offence or not. It runs before
 // noteEpisode, which forgets the episode.
@@ -108,7 +111,7 @@ func (pr *pair) noteOffence(t breaker.Transition) {
 		return
 	}
 	if at := pr.episode.Load(); at != 0 {
-		start := episodeEpoch.Add(time.Duration(at) * episodeTick)
+		start := episodeTime(at)
 		pr.origin.harden.record(pr.flags.offences(start) > 0, t.At.Sub(start))
 		pr.flags.banEnded(start, t.At)
 	}
@@ -185,7 +188,7 @@ func repeatOffence(now time.Time, t *ticket, v Verdict, f *breaker.Failure) {
 	}
 	at := now
 	if start := pr.episode.Load(); start != 0 {
-		at = episodeEpoch.Add(time.Duration(start) * episodeTick)
+		at = episodeTime(start)
 	} else if v.Class != ClassBlocked {
 		return
 	}
