@@ -92,6 +92,7 @@ type gwSession struct {
 	// served: an attempt through it succeeded. Only a session lost to connection failures before
 	// it ever served counts against the gateway (gateway_rotate.go).
 	served atomic.Bool
+	bans   sessionBans // what origins answered it (gateway_hold.go)
 }
 
 // gatewayTable is the pool's gateways.
