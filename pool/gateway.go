@@ -87,8 +87,10 @@ type gwSession struct {
 	id   uint32
 	exit *Exit
 	born time.Time
-	own  *breaker.Breaker // its own connection failures (rotate=on)
+	own  *breaker.Breaker // its own connection failures
 	done atomic.Bool      // retired
+	// ownOpen: own is out of CLOSED (rotate=off: the session rests, gateway_kept.go).
+	ownOpen atomic.Bool
 	// served: an attempt through it succeeded. Only a session lost to connection failures before
 	// it ever served counts against the gateway (gateway_rotate.go).
 	served atomic.Bool
@@ -179,7 +181,7 @@ func (p *Pool) newGatewayBreaker(g *gateway) (*breaker.Breaker, *atomic.Bool, *a
 			g.open = notClosed
 			for _, s := range g.slots {
 				if s != nil {
-					p.exitOpen.set(s.id, notClosed)
+					p.exitOpen.set(s.id, notClosed || s.ownOpen.Load())
 				}
 			}
 			g.mu.Unlock()
@@ -209,9 +211,7 @@ func (g *gateway) mint(t *gatewayTable, p *Pool, slot int, now time.Time) *gwSes
 	c := *g.exit
 	c.u, c.label, c.gw = &u, label, &gatewayMark{s: s, label: label}
 	s.exit = &c
-	if g.spec.rotate {
-		s.own = p.exitPolicy(g.tune).NewBreakerWith(breaker.Hooks{})
-	}
+	s.own = p.newOwnBreaker(g, s)
 	return s
 }
 
