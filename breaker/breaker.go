@@ -38,7 +38,9 @@ type Breaker struct {
 	nextProbe int64 // OPEN: when probing may start
 	closedAt  int64 // when it last closed, for the level's decay; 0 if it never tripped
 	changedAt int64
-	lastUse   int64
+	// lastUse is when the breaker last admitted or heard a verdict, for Idle. Atomic: a CLOSED
+	// permit's success sets it without the lock (Permit.Success).
+	lastUse   atomic.Int64
 	lastFail  *string // the last failure's reason, interned (reason)
 	lastFailT int64
 }
@@ -294,7 +296,7 @@ func (b *Breaker) AcquireLease(now time.Time, lease time.Duration) (Permit, bool
 func (b *Breaker) acquire(now, leaseFor int64, ev *events) (Permit, bool) {
 	switch b.state {
 	case Closed:
-		b.lastUse = now
+		b.touch(now)
 		return Permit{b: b, gen: b.generation(), slot: -1}, true
 	case Open:
 		if now < b.nextProbe {
@@ -311,7 +313,7 @@ func (b *Breaker) acquire(now, leaseFor int64, ev *events) (Permit, bool) {
 			pr.seq++
 			pr.leases[i] = lease{deadline: addSat(now, max(leaseFor, 1)), seq: pr.seq}
 			pr.inflight++
-			b.lastUse = now
+			b.touch(now)
 			return Permit{b: b, gen: b.generation(), slot: int16(i), seq: pr.seq}, true
 		}
 	}
@@ -501,7 +503,7 @@ func (b *Breaker) Idle(now time.Time, ttl time.Duration) bool {
 	t := now.UnixNano()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t-b.lastUse < int64(ttl) {
+	if t-b.lastUse.Load() < int64(ttl) {
 		return false
 	}
 	switch b.state {

@@ -655,6 +655,17 @@ func TestIdle(t *testing.T) {
 			idle:  map[int]bool{14: false, 15: true},
 		},
 		{
+			// The lock-free path: a CLOSED permit, and no FailureRatio to count successes.
+			name:  "closed_permit_verdict_counts_as_use",
+			steps: func(b *Breaker) { pm, _ := b.ClosedPermit(); pm.Success(at(5)) },
+			idle:  map[int]bool{14: false, 15: true},
+		},
+		{
+			name:  "late_verdict_does_not_move_use_back",
+			steps: func(b *Breaker) { pm, _ := b.Acquire(at(0)); b.Acquire(at(8)); pm.Success(at(3)) },
+			idle:  map[int]bool{17: false, 18: true},
+		},
+		{
 			name:  "failure_in_window",
 			steps: func(b *Breaker) { pm, _ := b.Acquire(at(0)); pm.Failure(at(0), Failure{}) },
 			idle:  map[int]bool{10: false, 59: false, 60: true},

@@ -31,8 +31,17 @@ const (
 )
 
 // Success records that the request went well. In HALF_OPEN, SuccessesToClose successes close the
-// breaker.
-func (p Permit) Success(now time.Time) { p.report(now, vSuccess, Failure{}) }
+// breaker. A CLOSED permit's success, when the breaker counts no successes (FailureRatio 0), only
+// marks the breaker used: it does not take the lock.
+func (p Permit) Success(now time.Time) {
+	if b := p.b; b != nil && p.slot < 0 && b.p.s.FailureRatio == 0 {
+		if b.word.Load() == p.gen<<1 { // CLOSED, in the permit's generation
+			b.touch(now.UnixNano())
+		}
+		return
+	}
+	p.report(now, vSuccess, Failure{})
+}
 
 // Failure records a failed request: it counts toward a trip in CLOSED, re-opens a HALF_OPEN breaker
 // one backoff level higher, and parks the breaker if f.Permanent.
@@ -67,6 +76,14 @@ func (p Permit) report(now time.Time, v verdict, f Failure) {
 	b.deliver(&ev)
 }
 
+// touch marks the breaker used at now. Verdicts arrive out of order: an older instant never
+// moves lastUse back, and an equal one does not write (many verdicts share an instant).
+func (b *Breaker) touch(now int64) {
+	if b.lastUse.Load() < now {
+		b.lastUse.Store(now)
+	}
+}
+
 // holds reports whether p's probe slot (if it is a probe) is still p's.
 func (b *Breaker) holds(p Permit) bool {
 	if p.slot < 0 {
@@ -81,7 +98,7 @@ func (b *Breaker) holds(p Permit) bool {
 }
 
 func (b *Breaker) apply(now int64, p Permit, v verdict, f Failure, ev *events) {
-	b.lastUse = now
+	b.touch(now)
 	if p.slot >= 0 {
 		b.probe.leases[p.slot] = lease{} // holds(p): HALF_OPEN, so probe is there
 		b.probe.inflight--

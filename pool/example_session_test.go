@@ -70,3 +70,44 @@ func ExampleRequest_session() {
 	// five more picks through the new exit: true
 	// another session got an exit: true
 }
+
+// WithSessionLimits renews a caller session's IP every few requests: here each pin serves two
+// picks, then the session moves to another exit, and its lease says why.
+func ExampleWithSessionLimits() {
+	p, err := pool.New(
+		pool.WithExits(
+			pool.MustParseExit("http://user:secret@10.0.0.1:3128").WithLabel("res-1"),
+			pool.MustParseExit("http://user:secret@10.0.0.2:3128").WithLabel("res-2"),
+		),
+		pool.WithClock(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))),
+		pool.WithSeed(1),
+		pool.WithSessionLimits(10*time.Minute, 2), // at most 10 minutes, at most 2 picks
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	req := pool.Request{Origin: "shop.example", Session: "crawl-7"}
+	var exits []*pool.Exit
+	for range 5 {
+		l, err := p.Pick(context.Background(), req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		exits = append(exits, l.Exit())
+		if info := l.Info(); info.SessionMoved {
+			fmt.Println("moved:", info.SessionMove)
+		}
+		l.Report(pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK})
+	}
+	fmt.Println("picks 1-2 on one exit:", exits[0] == exits[1])
+	fmt.Println("picks 3-4 on the other:", exits[2] == exits[3] && exits[2] != exits[1])
+	fmt.Println("pick 5 back on the first:", exits[4] == exits[0])
+	// Output:
+	// moved: max_uses
+	// moved: max_uses
+	// picks 1-2 on one exit: true
+	// picks 3-4 on the other: true
+	// pick 5 back on the first: true
+}

@@ -106,7 +106,7 @@ func (p *Pool) holdPick(ctx context.Context, now time.Time, r Request, l *Lease)
 			return &NoHealthyExitError{Origin: r.Origin, Exits: len(p.set.Load().all), Want: r.Want.String()}
 		}
 		l.t = ticket{}
-		if err := p.pick(ctx, now, r, &l.t); err != nil {
+		if err := p.pick(ctx, now, r, l); err != nil {
 			return err
 		}
 	}

@@ -111,7 +111,10 @@ func (pl *pairLatency) rampAge(now time.Time) (time.Duration, bool) {
 }
 
 // latencyStamp reads t in latencyTicks since episodeEpoch, never 0 (which says "no ramp").
-func latencyStamp(t time.Time) uint32 { return max(uint32(t.Sub(episodeEpoch)/latencyTick), 1) }
+// It reads nanoseconds rather than t.Sub, which weighs monotonic readings it does not need here.
+func latencyStamp(t time.Time) uint32 {
+	return max(uint32((t.UnixNano()-episodeEpochNanos)/int64(latencyTick)), 1)
+}
 
 func packLatency(est float64, now time.Time) uint64 {
 	return uint64(math.Float32bits(float32(est)))<<32 | uint64(latencyStamp(now))

@@ -46,9 +46,9 @@ type Lease struct {
 	p      *Pool
 	t      ticket
 	done   bool
-	judged bool   // JudgeAt judged the verdict: the report does not judge it again
-	moved  bool   // the request's Session moved to another exit (LeaseInfo.SessionMoved)
-	path   uint16 // PathOf the attempt's request path (SetPath); 0: unknown
+	judged bool              // JudgeAt judged the verdict: the report does not judge it again
+	move   SessionMoveReason // why the request's Session moved to another exit (LeaseInfo.SessionMove)
+	path   uint16            // PathOf the attempt's request path (SetPath); 0: unknown
 	// groupProbe: the lease holds its exit's group's probe slot for the origin (grouphold.go).
 	groupProbe bool
 }
@@ -81,6 +81,9 @@ type LeaseInfo struct {
 	// TTL), or the pinned exit stopped admitting it. A login flow learns here that its IP changed
 	// (Pool.WithStrictSessions refuses such a pick instead).
 	SessionMoved bool
+	// SessionMove says why the session moved: MovedExitLost, MovedRotated, or, under
+	// WithSessionLimits, MovedMaxAge or MovedMaxUses (a planned change, not a failure).
+	SessionMove SessionMoveReason
 }
 
 // Reported is what a verdict left behind: the pair's and the exit's breaker states once it was
@@ -112,7 +115,8 @@ func (l *Lease) Info() LeaseInfo {
 		Exit: l.t.exit.exit, Origin: l.t.origin.key, At: l.t.now,
 		Probe:     l.t.pairPm.Probe() || l.t.exitPm.Probe() || l.t.originPm.Probe(),
 		PairState: l.t.pairState, ExitState: l.t.exitState,
-		DryRun: l.p.dryRun, WouldRefuse: l.t.would, SessionMoved: l.moved,
+		DryRun: l.p.dryRun, WouldRefuse: l.t.would, SessionMoved: l.move != MovedNone,
+		SessionMove: l.move,
 	}
 }
 

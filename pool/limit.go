@@ -162,10 +162,10 @@ func (l *originLimits) over(load *originLoad, id uint32) bool {
 // observe runs the controller of the pair of exit id on one answer that took d, with inflight of
 // its slot's attempts in flight while it ended (itself included). A nil l has no limits.
 func (l *originLimits) observe(now time.Time, id uint32, d time.Duration, inflight int32) {
-	s := d.Seconds()
-	if l == nil || s <= 0 {
+	if l == nil || d <= 0 {
 		return
 	}
+	s := d.Seconds()
 	sl := &l.slots[id%loadSlots]
 	sl.mu.Lock()
 	defer sl.mu.Unlock()

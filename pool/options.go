@@ -82,6 +82,9 @@ type config struct {
 	// strictSessions: WithStrictSessions (gateway_sticky.go).
 	strictSessions bool
 	maxSessions    int
+	// sessionMaxAge, sessionMaxUses: WithSessionLimits (session_limits.go); 0: no limit.
+	sessionMaxAge  time.Duration
+	sessionMaxUses uint32
 	gate           *ratelimit.Gate
 	limits         bool // WithRateLimits was given
 	claimer        ProbeClaimer

@@ -189,3 +189,5 @@ func episodeClock(t time.Time) uint32 {
 const episodeTick = time.Second
 
 var episodeEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+var episodeEpochNanos = episodeEpoch.UnixNano()

@@ -27,16 +27,13 @@ func (p *Pool) Pick(ctx context.Context, r Request) (Lease, error) {
 // ctx is only used to bound waits and is handed to observers; Pick does not keep it.
 func (p *Pool) PickAt(ctx context.Context, now time.Time, r Request) (Lease, error) {
 	l := Lease{p: p} // the ticket is filled in place: it is large, and picking copies nothing
-	err := p.pick(ctx, now, r, &l.t)
+	err := p.pick(ctx, now, r, &l)
 	if err == nil {
 		err = p.holdPick(ctx, now, r, &l) // its exit's group is held for the origin (grouphold.go)
 	}
 	if err != nil {
 		p.obs.refused(ctx, r.Origin, err)
 		return Lease{}, err
-	}
-	if r.Session != "" {
-		l.moved = p.sessions.moved(r.Session, r.Origin)
 	}
 	return l, nil
 }
@@ -67,15 +64,17 @@ type ticket struct {
 // The ticket lives in the Lease, and the lease in each transport attempt: its fields are ordered
 // so that it packs into 144 bytes.
 
-// pick chooses an exit for r at now and acquires its permits and tokens, waiting for a token when
+// pick chooses an exit for r at now and acquires its permits and tokens into l's ticket (and says
+// in l why its session moved, if it did), waiting for a token when
 // only buckets hold it back (see PickAt), unless the pool's limits or r say to fail fast. Without
 // configured limits only learned paces hold picks back, and the pick fails fast: a pair whose
 // learned window is spent is treated as a rested one, as it was before it learned the window.
-func (p *Pool) pick(ctx context.Context, now time.Time, r Request, t *ticket) error {
+func (p *Pool) pick(ctx context.Context, now time.Time, r Request, l *Lease) error {
+	t := &l.t
 	start := now
 	waitedFor := scopeNone // the scope of the last bucket waited for
 	for waits := 0; ; waits++ {
-		tokenAt, scope, err := p.pickOnce(now, r, t)
+		tokenAt, scope, err := p.pickOnce(now, r, l)
 		if err != nil || tokenAt.IsZero() {
 			if err == nil && waits > 0 {
 				p.obs.throttled(ctx, Throttle{Origin: r.Origin, Exit: t.exit.exit, Scope: waitedFor, Waited: now.Sub(start)})
@@ -105,7 +104,8 @@ const maxTokenWaits = 16
 
 // pickOnce is one try of pick. When breakers would admit the request but no token is there, it
 // returns the instant the soonest token comes and the scope of the bucket that lacks it.
-func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time, scope Scope, err error) {
+func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, scope Scope, err error) {
+	t := &l.t
 	p.maybeSweep(now)
 	p.maybeExpireSessions(now) // gateway sessions past their TTL (gateway_rotate.go)
 	originKey := r.Origin
@@ -137,32 +137,36 @@ func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time,
 		return time.Time{}, scopeNone, &NoMatchingExitError{Origin: originKey, Want: r.Want.String(), Exits: len(set.all)}
 	}
 	var c choice
+	var st sessionStep // the session's pin (session_limits.go)
 	for round, revived := 0, 0; round < maxPickRounds; round++ {
 		var es *exitState
-		var id uint32
 		if session != "" {
-			var had, rotated bool
-			es, had, rotated = p.sessions.pinned(session, originKey, set)
-			if es != nil && (!p.sticks(now, o, es) || !r.Want.Admits(es.exit)) {
-				es = nil
-			}
-			if had && (es == nil || rotated) && p.strictSessions {
+			if es, err = p.stick(now, o, set, session, originKey, r.Want, &st); err != nil {
 				originPm.Release(now)
-				return time.Time{}, scopeNone, p.sessionLost(session, originKey, rotated) // gateway_sticky.go
-			}
-			if es != nil {
-				id = es.id
+				return time.Time{}, scopeNone, err
 			}
 		}
 		if es == nil {
-			c = p.choose(now, o, memo, view, p.failsFast(r))
-			es, id = c.exit, c.id
+			avoid := memo
+			if st.claim.had {
+				if old := set.byID[st.claim.pin.id]; old != nil {
+					avoid = avoidingPin(memo, old.exit) // re-pinning: another IP while one is ready
+				}
+			}
+			c = p.choose(now, o, avoid, view, p.failsFast(r))
+			es = c.exit
+			if es != nil && session != "" {
+				if es = p.repin(now, set, session, originKey, &st, es); es == nil {
+					continue // it joined a pin whose exit just left
+				}
+			}
 		}
 		if es == nil {
 			break
 		}
-		ok := p.acquire(now, o, es, id, t)
+		ok := p.acquire(now, o, es, es.id, t)
 		if !ok {
+			p.refund(session, originKey, &st)
 			if o.isDead() && revived < 2*maxPickRounds {
 				// A sweep dropped the origin between lookup and acquire: start again on its
 				// fresh state (a swept origin's guard was CLOSED and idle). That is no lost race
@@ -181,13 +185,12 @@ func (p *Pool) pickOnce(now time.Time, r Request, t *ticket) (tokenAt time.Time,
 		}
 		if !p.takeTokens(now, t) {
 			p.unacquire(now, t)
+			p.refund(session, originKey, &st)
 			continue // another request took the token between peek and take
 		}
 		t.originPm = originPm
 		t.would = t.would || guardWould
-		if session != "" {
-			p.sessions.pin(session, originKey, id)
-		}
+		l.move = st.move
 		return time.Time{}, scopeNone, nil
 	}
 	originPm.Release(now)

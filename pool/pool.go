@@ -119,7 +119,7 @@ func New(opts ...Option) (*Pool, error) {
 		gate:     c.gate,
 		limits:   c.limits,
 		spend:    c.spend,
-		sessions: sessionTable{max: c.maxSessions, m: make(map[sessionPin]pinned)},
+		sessions: sessionTable{max: c.maxSessions, maxAge: int64(c.sessionMaxAge), maxUses: c.sessionMaxUses, m: make(map[sessionPin]pinned)},
 	}
 	if p.groups, err = newGroupConfig(c.groups); err != nil {
 		return nil, err

@@ -20,8 +20,11 @@ import (
 func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAfter, exitAfter breaker.State) {
 	p.endAttempt(t)
 	if latencySample(v) {
-		t.origin.lat.observe(now, t.id, now.Sub(t.now))
-		t.origin.limits.observe(now, t.id, now.Sub(t.now), t.origin.load.get(t.id)+1)
+		d := now.Sub(t.now)
+		t.origin.lat.observe(now, t.id, d)
+		if t.origin.limits != nil {
+			t.origin.limits.observe(now, t.id, d, t.origin.load.get(t.id)+1)
+		}
 		if v.Outcome == Success {
 			p.mix.note(now, t.origin) // goodput.go
 		}

@@ -244,7 +244,7 @@ func build(s pool.Snapshot, l layout) Table {
 	t.Actions = actions(t.Exits, t.Pairs, t.Origins)
 	addHints(t.Hints, t.Exits, t.Pairs, t.Origins)
 	t.Grid = buildGrid(t.Exits, t.Pairs, t.Origins, l)
-	t.Gateways = gatewayRows(s)
+	t.Gateways = gatewayRows(s, t.Exits)
 
 	slices.SortStableFunc(t.Exits, compareExits)
 	slices.SortStableFunc(t.Pairs, func(a, b PairRow) int {
