@@ -402,7 +402,7 @@ func (b *Breaker) effectiveLevel(now int64) int {
 // rested each minute, not for ever-longer windows (a pace problem is the rate limiter's to fix),
 // and a pair whose level rose in a ban is not kept out longer than the origin asks once the ban
 // has turned into a rate limit. Failures without one climb the ladder, whose window a
-// Failure.MaxWindow caps.
+// Failure.MaxWindow caps; a Failure.Stretch reads it that many rungs higher.
 func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
 	b.trips++
 	var window time.Duration
@@ -411,13 +411,16 @@ func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
 		window = max(b.p.s.BaseCooldown, min(f.RetryAfter, b.p.s.MaxRetryAfter))
 	} else {
 		b.level = uint8(min(b.effectiveLevel(now)+1, b.p.maxLevel))
-		window = b.p.Cooldown(int(b.level))
+		window = b.p.Cooldown(int(b.level) + min(max(f.Stretch, 0), maxStretch))
 		if f.MaxWindow > 0 {
 			window = min(window, max(f.MaxWindow, b.p.s.BaseCooldown))
 		}
 	}
 	b.open(now, addSat(now, int64(b.p.jittered(window))), c, false, ev)
 }
+
+// maxStretch bounds Failure.Stretch: past MaxLevel (at most 62) every rung is MaxCooldown.
+const maxStretch = 64
 
 // park opens the breaker for ParkFor without raising the backoff level.
 func (b *Breaker) park(now int64, ev *events) {

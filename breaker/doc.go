@@ -22,7 +22,9 @@
 // at most MaxRetryAfter, plus jitter) whatever the level, which it does not raise — the origin has
 // said when to come back, and a pair that meets a per-minute cap every minute should rest a
 // minute, not fifteen. A permanent failure
-// parks the breaker: OPEN for ParkFor, without raising the backoff level.
+// parks the breaker: OPEN for ParkFor, without raising the backoff level. A failure's MaxWindow
+// caps its window, and its Stretch reads it that many rungs up the ladder (a repeat offender's,
+// in package pool) without raising the level.
 //
 // HALF_OPEN is OPEN whose cooldown has ended. It admits at most HalfOpenProbes permits at a time.
 // SuccessesToClose successful probes close it; one failed probe re-opens it one level higher. Each

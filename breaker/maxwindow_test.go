@@ -88,3 +88,43 @@ func TestResting(t *testing.T) {
 		t.Errorf("parked: resting")
 	}
 }
+
+// TestStretchReadsHigherRungs: a failure with a Stretch trips for the window that many rungs up
+// the ladder (each doubling it, up to MaxCooldown) without raising the level any further; a
+// MaxWindow still caps it, a Retry-After ignores it, and a negative or huge one is taken as 0 or
+// the top of the ladder.
+func TestStretchReadsHigherRungs(t *testing.T) {
+	for i, c := range []struct {
+		f    Failure
+		want time.Duration
+	}{
+		{Failure{Stretch: 0}, 20 * unit},
+		{Failure{Stretch: 1}, 40 * unit},
+		{Failure{Stretch: 3}, 160 * unit},
+		{Failure{Stretch: 3, MaxWindow: 100 * unit}, 100 * unit},
+		{Failure{Stretch: 2, RetryAfter: 30 * unit}, 30 * unit},
+		{Failure{Stretch: -5}, 20 * unit},
+		{Failure{Stretch: 1 << 40}, DefaultMaxCooldown},
+	} {
+		b, err := New(Settings{FailureThreshold: 1, Jitter: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failNow(t, b, t0, c.f)
+		if got, s := openFor(t, b, t0); got != c.want || s.Level != 1 && c.f.RetryAfter == 0 {
+			t.Errorf("%d: Failure%+v: OPEN for %v at level %d, want %v at level 1", i, c.f, got, s.Level, c.want)
+		}
+	}
+	// On the ladder: each trip one level up, each read Stretch rungs higher.
+	b, _ := New(Settings{FailureThreshold: 1, Jitter: -1}, nil)
+	now := t0
+	failNow(t, b, now, Failure{Stretch: 1})
+	for i, w := range []time.Duration{40 * unit, 80 * unit, 160 * unit} {
+		got, s := openFor(t, b, now)
+		if got != w || s.Level != i+1 {
+			t.Fatalf("trip %d: OPEN for %v at level %d, want %v at level %d", i, got, s.Level, w, i+1)
+		}
+		now = now.Add(got)
+		failNow(t, b, now, Failure{Stretch: 1}) // the probe fails
+	}
+}

@@ -105,6 +105,12 @@ type Failure struct {
 	// episodes lasted, so that a pair whose ban is over is probed within minutes. A Retry-After is
 	// not shortened by it.
 	MaxWindow time.Duration
+	// Stretch, when positive, reads this failure's OPEN window that many rungs higher on the
+	// backoff ladder — each doubles it, up to MaxCooldown — without raising the backoff level; a
+	// MaxWindow still caps it, and a Retry-After ignores it. Package pool passes a pair's recent
+	// bans when it is banned again soon after one (a repeat offender, whose next ban a hardening
+	// WAF makes longer), so that it is probed on a longer ladder; a first ban's Stretch is 0.
+	Stretch int
 }
 
 // Transition describes one change of state. It is delivered to the callback given to NewBreaker

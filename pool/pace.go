@@ -46,7 +46,8 @@ const DefaultRecoveryWindow = 2 * time.Minute
 const UnannouncedRest = 20 * time.Second
 
 // MaxBanProbeGap is the longest wait between probes of a banned pair, however long its ban has
-// lasted and whatever the origin's earlier bans lasted: at most 12 probes an hour, and a pair
+// lasted and whatever the origin's earlier bans lasted (a repeat offender of an origin that
+// hardens waits up to 2ⁿ times it, at most the breaker's MaxCooldown: offence.go): at most 12 probes an hour, and a pair
 // whose ban ended is seen back within about this long. Bans are heavy-tailed, and back to back
 // bans of one pair run into one episode whose age says nothing of when it ends: with the
 // breaker's 15 min, a pair whose two-hour ban ended waited up to 19 min for its next probe. In

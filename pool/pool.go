@@ -238,6 +238,8 @@ type originState struct {
 	traffic trafficCounter
 	// kin is what its bans taught about groups of exits, and the groups held (grouphold.go).
 	kin groupHolds
+	// harden is what its bans say of whether it hardens on repeat offenders (offence.go).
+	harden offenceStats
 }
 
 type pair struct {
@@ -254,18 +256,20 @@ type pair struct {
 	// swept): its key in the origin's due table (due.go).
 	due atomic.Int64
 	id  uint32 // the exit's
-	// mute silences the breaker's hooks: while a retune restores its state into it before it is
-	// in the table, and for good once a retune has replaced it (retune.go).
-	mute atomic.Bool
+	// flags: mute silences the breaker's hooks, while a retune restores its state into it before
+	// it is in the table and for good once a retune has replaced it (retune.go); and the pair's
+	// memory of its recent bans (offence.go).
+	flags pairFlags
 }
 
 // StateChanged reports the pair's transitions to the pool's observers, for the exit's current
 // version (as for the exit's own breaker, newExitBreaker), or to nobody.
 func (pr *pair) StateChanged(t breaker.Transition) {
 	pr.noteDue(t) // muted or not: the origin's bound must hear of it (due.go)
-	if pr.mute.Load() {
+	if pr.flags.muted() {
 		return
 	}
+	pr.noteOffence(t) // offence.go; before noteEpisode, which forgets the episode
 	pr.noteEpisode(t)
 	pr.noteGroupBan(t)
 	if t.From == breaker.HalfOpen && t.To == breaker.Closed {
@@ -279,7 +283,7 @@ func (pr *pair) StateChanged(t breaker.Transition) {
 
 // MirrorClosed keeps the origin's bit table, and the pair's closedEpoch, in step with the breaker.
 func (pr *pair) MirrorClosed(notClosed bool) {
-	if pr.mute.Load() {
+	if pr.flags.muted() {
 		return
 	}
 	o := pr.origin
@@ -430,7 +434,7 @@ func (p *Pool) Sweep(now time.Time) {
 			// An OPEN pair whose exit is itself out of CLOSED is not idle, whatever its breaker
 			// says: nothing could probe it. Forgetting it would bring it back fresh, at level 0.
 			blocked := o.open.get(id) && p.exitOpen.get(id)
-			if p.forgotten.get(id) || (!blocked && pr.b.Idle(now, p.idleTTL) && !o.paces[id].Throttled()) {
+			if p.forgotten.get(id) || (!blocked && pr.b.Idle(now, p.idleTTL) && !o.paces[id].Throttled() && pr.flags.offences(now) == 0) {
 				delete(o.pairs, id)
 				delete(o.paces, id)
 				pr.due.Store(dueSwept)

@@ -39,6 +39,7 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 		Reason:     string(v.Class),
 	}
 	f.MaxWindow = restCap(now, t, v)
+	repeatOffence(now, t, v, &f) // offence.go: a pair banned again soon after a ban rests longer
 	// A block, or without configured limits a 429 without Retry-After, trips the pair at once: the
 	// next attempt would meet the same answer. Configured limits answer such a 429 by cutting the
 	// pair's pace (ratelimit.Pair.Limited), and it counts towards the threshold as before.

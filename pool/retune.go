@@ -92,13 +92,13 @@ func (rs *retunes) finish(p *Pool) {
 // o.pairs.
 func (p *Pool) remakePair(now time.Time, o *originState, es *exitState, old *pair, pol *breaker.Policy) *pair {
 	pr := p.newPair(o, es, pol) // its pace, kept by exit id in o.paces, stays
-	pr.mute.Store(true)         // nobody else sees pr yet: its restore tells no one
-	old.mute.Store(true)
+	pr.flags.setMuted(true)     // nobody else sees pr yet: its restore tells no one
+	old.flags.setMuted(true)
 	old.due.Store(dueSwept) // its entries in the origin's bound are void; pr's restore adds its own
 	pr.b.Restore(now, handOver(now, &old.b, old.b.Policy().Settings().ProbeLease))
 	pr.closedEpoch.Store(old.closedEpoch.Load())
 	o.open.set(es.id, pr.b.State(now) != breaker.Closed)
-	pr.mute.Store(false)
+	pr.flags.setMuted(false)
 	return pr
 }
 

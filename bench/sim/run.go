@@ -66,6 +66,8 @@ type Metrics struct {
 	Unmet       int
 	// Spend is what the attempts cost, by tier, in a world with Tiers (spend.go).
 	Spend Spend
+	// Hardening counts the attempts on the origins whose WAF hardens (hardening.go).
+	Hardening HardeningCounts
 }
 
 // Wasted is the attempts that did not succeed, the origin's own 403s to a path it forbids apart.
@@ -96,6 +98,7 @@ func (m *Metrics) Add(n Metrics) {
 	m.Unrecovered += n.Unrecovered
 	m.Unmet += n.Unmet
 	m.Spend.Add(n.Spend)
+	m.Hardening.add(n.Hardening)
 }
 
 // MedianRecovery is the median of Recovery, counting unrecovered episodes as longer than any; -1
@@ -332,6 +335,7 @@ func (s *sched) record(e, o int, r Result) {
 	m := &s.m
 	m.Attempts++
 	m.Spend.count(s.sc.Tiers, s.truth.Tier(e), o, r) // spend.go
+	m.Hardening.count(&s.sc, o, r)                   // hardening.go
 	if s.truth.Slow(e, o) {
 		m.SlowAttempts++
 		m.SlowTime += r.Latency
@@ -366,7 +370,9 @@ func (s *sched) record(e, o int, r Result) {
 		m.Unavailable++
 	case OK:
 		m.Successes++
+		n := len(m.Recovery)
 		s.recovery.served(s.pair(e, o), s.clock.Now(), m)
+		m.Hardening.recovered(&s.sc, o, m.Recovery[n:]) // hardening.go
 	}
 }
 

@@ -473,6 +473,9 @@ func writeTable(p func(string, ...any), ms []sim.Metrics, worst [][2]float64) {
 		p("\n")
 	}
 	p("\n")
+	if round3 {
+		writeHardening(p, ms) // hardeningreport.go
+	}
 }
 
 // dur writes d in its largest whole unit: "3 h", "15 min", "15 s", "200 ms".
