@@ -25,10 +25,12 @@ import (
 //   - every session's own exit breaker is the gateway's: a 407, a refused connection, a gateway
 //     name that does not resolve — exit-scoped verdicts — park every session at once, and one
 //     probe finds the gateway back;
-//   - with rotate=on (the default) a session whose pair is banned by an origin (a block, a
-//     plain 403 judged a ban), or whose own connection failures trip its own breaker, is retired
-//     and replaced at once by a freshly minted session — a new IP — instead of waiting out a
-//     cooldown (gateway_rotate.go); its breakers are forgotten. Sessions lost to connection
+//   - with rotate=on (the default) a session whose own connection failures trip its own breaker,
+//     or whose bans tip it over (RotateBans origins ban it, more origins ban it than serve it, or
+//     the origin bans most of the gateway's sessions; gateway_hold.go — else the ban is held on
+//     its pair, as a static line's), is retired and replaced at once by a freshly minted session
+//     — a new IP — instead of waiting out a cooldown (gateway_rotate.go); its breakers are
+//     forgotten. With rotate=off its connection failures rest it alone (gateway_kept.go). Sessions lost to connection
 //     failures before they ever served count as failures of the gateway's breaker, so a gateway
 //     that fails every fresh session is parked instead of churning, while a session that served
 //     and then lost its IP (a flaky or recycled address) costs only itself;
@@ -87,11 +89,14 @@ type gwSession struct {
 	id   uint32
 	exit *Exit
 	born time.Time
-	own  *breaker.Breaker // its own connection failures (rotate=on)
+	own  *breaker.Breaker // its own connection failures
 	done atomic.Bool      // retired
+	// ownOpen: own is out of CLOSED (rotate=off: the session rests, gateway_kept.go).
+	ownOpen atomic.Bool
 	// served: an attempt through it succeeded. Only a session lost to connection failures before
 	// it ever served counts against the gateway (gateway_rotate.go).
 	served atomic.Bool
+	bans   sessionBans // what origins answered it (gateway_hold.go)
 }
 
 // gatewayTable is the pool's gateways.
@@ -178,7 +183,7 @@ func (p *Pool) newGatewayBreaker(g *gateway) (*breaker.Breaker, *atomic.Bool, *a
 			g.open = notClosed
 			for _, s := range g.slots {
 				if s != nil {
-					p.exitOpen.set(s.id, notClosed)
+					p.exitOpen.set(s.id, notClosed || s.ownOpen.Load())
 				}
 			}
 			g.mu.Unlock()
@@ -208,9 +213,7 @@ func (g *gateway) mint(t *gatewayTable, p *Pool, slot int, now time.Time) *gwSes
 	c := *g.exit
 	c.u, c.label, c.gw = &u, label, &gatewayMark{s: s, label: label}
 	s.exit = &c
-	if g.spec.rotate {
-		s.own = p.exitPolicy(g.tune).NewBreakerWith(breaker.Hooks{})
-	}
+	s.own = p.newOwnBreaker(g, s)
 	return s
 }
 

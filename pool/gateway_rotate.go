@@ -75,8 +75,11 @@ func (p *Pool) sessionReported(now time.Time, t *ticket, v Verdict, pairAfter br
 		if !s.served.Load() {
 			s.served.Store(true)
 		}
+		s.bans.servedBy(t.origin.key)
 	case v.Class == ClassBlocked && pairAfter != breaker.Closed:
-		p.rotateSession(now, s, RotationBlocked, t.origin.key)
+		if s.rotateOnBan(t.origin) { // else the ban is held: the pair stays OPEN (gateway_hold.go)
+			p.rotateSession(now, s, RotationBlocked, t.origin.key)
+		}
 	case v.Outcome == Transient && v.ConnLevel && v.Scope == ScopePair:
 		if pm, ok := s.own.ClosedPermit(); ok {
 			pm.Failure(now, breaker.Failure{Reason: string(v.Class)})

@@ -22,8 +22,9 @@ import (
 //	sessions=N          live sessions the pool keeps, 1 to 1024 (default 10)
 //	session-ttl=D       the provider's sticky lifetime: a session is retired and replaced once it
 //	                    is this old, on the pool's clock (default none)
-//	rotate=on|off       replace a banned or failing session at once (default on); off keeps each
-//	                    session until its TTL, as static lines would be
+//	rotate=on|off       replace a failing session, or one whose bans tip it over, at once
+//	                    (default on; gateway_hold.go); off keeps each session until its TTL, as
+//	                    static lines would be
 //	session-length=N    characters in a minted id, 4 to 64 (default 10)
 //	session-chars=S     the characters ids are drawn from, 2 to 64 distinct ASCII letters and
 //	                    digits (default a-z and 0-9: 36^10, about 2^52 ids)

@@ -293,7 +293,7 @@ func (p *Pool) acquire(now time.Time, o *originState, es *exitState, id uint32, 
 	banProbe := false // the pair's probe passes its exit's rest (passesRest)
 	if !ok {
 		t.exitState = es.wide.State(now)
-		if t.exitPm, ok = es.wide.AcquireLease(now, lease); !ok {
+		if t.exitPm, ok = exitLease(now, es, lease); !ok { // a kept gateway session's own rest too (gateway_kept.go)
 			switch pr := o.lookupPair(id); {
 			case pr != nil && passesRest(now, es, pr):
 				banProbe = true

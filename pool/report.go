@@ -49,6 +49,9 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 		t.pairPm.Success(now)
 		exitPm.Success(now)
 		t.exit.blocks.served(now, t.origin.key) // a rotating gateway's answer (gateway_blockrate.go)
+		if gw := t.exit.exit.gw; gw != nil && !gw.s.g.spec.rotate {
+			gw.s.keptServed(now) // a kept session's own breaker (gateway_kept.go)
+		}
 	case v.Outcome == Neutral:
 		t.pairPm.Neutral(now)
 		exitPm.Neutral(now)
@@ -69,10 +72,14 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 		exitPm.Neutral(now)
 	default: // pair scope
 		p.pairPermit(t).Failure(now, f)
-		// A session's own failures are its IP's (gateway_rotate.go), also when they arrive after it was replaced.
-		if gw := t.exit.exit.gw; v.ConnLevel && (gw == nil || !gw.s.g.spec.rotate) {
+		// A session's own failures are its IP's (gateway_rotate.go, gateway_kept.go), also when they arrive after it was replaced.
+		switch gw := t.exit.exit.gw; {
+		case v.ConnLevel && gw == nil:
 			exitPm.Failure(now, breaker.Failure{Reason: f.Reason, MaxWindow: p.exitRest})
-		} else {
+		case v.ConnLevel && !gw.s.g.spec.rotate:
+			exitPm.Neutral(now)
+			p.keptFailed(now, gw.s, f.Reason)
+		default:
 			exitPm.Neutral(now)
 		}
 	}

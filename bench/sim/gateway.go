@@ -118,13 +118,15 @@ func GatewayRotating() Strategy {
 }
 
 // GatewaySessions is the pool's gateway support: one line with {session}, sessions=n and the
-// provider's TTL, rotating a banned or failing session at once (rotate=on, the default).
+// provider's TTL, rotating at once a failing session or one whose bans tip it over, holding
+// other bans on their pairs (rotate=on, the default; pool/gateway_hold.go).
 func GatewaySessions(n int, opts ...pool.Option) Strategy {
 	return gatewaySessions(fmt.Sprintf("gateway line, sessions=%d", n), n, "on", opts...)
 }
 
 // GatewaySessionsKept is GatewaySessions with rotate=off: a session is replaced at its TTL only,
-// in step with the provider's recycling, and a banned one waits as a static line does.
+// in step with the provider's recycling, a banned one waits as a static line does, and one whose
+// connections fail rests alone (pool/gateway_kept.go).
 func GatewaySessionsKept(n int, opts ...pool.Option) Strategy {
 	return gatewaySessions(fmt.Sprintf("gateway line, sessions=%d rotate=off", n), n, "off", opts...)
 }
