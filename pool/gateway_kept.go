@@ -74,10 +74,41 @@ func (s *gwSession) keptServed(now time.Time) {
 	}
 }
 
+// exitReady is es.wide.Ready, not ready while es is a kept session resting on its own breaker
+// (then ready when both are). The pick calls it only when es's bit in Pool.exitOpen is set.
+func exitReady(now time.Time, es *exitState) (bool, time.Time) {
+	ok, at := es.wide.Ready(now)
+	if s := keptResting(es); s != nil {
+		if own, ownAt := s.own.Ready(now); !own {
+			if ok || ownAt.After(at) {
+				at = ownAt
+			}
+			ok = false
+		}
+	}
+	return ok, at
+}
+
+// exitClosed reports whether es's exit breaker is CLOSED, and, for a kept session, its own too.
+func exitClosed(now time.Time, es *exitState) bool {
+	if s := keptResting(es); s != nil && s.own.State(now) != breaker.Closed {
+		return false
+	}
+	return es.wide.State(now) == breaker.Closed
+}
+
+// keptResting returns es's kept session if its own breaker is out of CLOSED, else nil.
+func keptResting(es *exitState) *gwSession {
+	if gw := es.exit.gw; gw != nil && gw.s.ownOpen.Load() {
+		return gw.s
+	}
+	return nil
+}
+
 // exitLease is es.wide.AcquireLease, refused while es is a kept session resting on its own
 // breaker. The pick calls it only when es's bit in Pool.exitOpen is set.
 func exitLease(now time.Time, es *exitState, lease time.Duration) (breaker.Permit, bool) {
-	if gw := es.exit.gw; gw != nil && gw.s.ownOpen.Load() && gw.s.own.State(now) == breaker.Open {
+	if s := keptResting(es); s != nil && s.own.State(now) == breaker.Open {
 		return breaker.Permit{}, false
 	}
 	return es.wide.AcquireLease(now, lease)

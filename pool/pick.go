@@ -266,7 +266,7 @@ func untilPositive(t, now time.Time) time.Duration {
 
 // sticks reports whether a session pinned to es may keep using it: both breakers CLOSED.
 func (p *Pool) sticks(now time.Time, o *originState, es *exitState) bool {
-	if p.gone.get(es.id) || es.wide.State(now) != breaker.Closed || (!p.dryRun && o.kin.heldOff(now, es.id, p.probeLease)) ||
+	if p.gone.get(es.id) || !exitClosed(now, es) || (!p.dryRun && o.kin.heldOff(now, es.id, p.probeLease)) ||
 		p.tierBudgetSpent(now, es) {
 		return false
 	}

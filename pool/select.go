@@ -92,7 +92,7 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 	}
 	ok, at := true, time.Time{}
 	if p.exitOpen.get(id) {
-		ok, at = g.exits[i].wide.Ready(now)
+		ok, at = exitReady(now, g.exits[i]) // a kept gateway session's own rest too (gateway_kept.go)
 	} else if until, known := o.due.notBefore(now); known {
 		return false, until // the pair is out of CLOSED, and none of the origin's admits before until
 	}
