@@ -33,6 +33,9 @@ type exitState struct {
 	// eager: the exit's pair settings count successes, so its pairs get a breaker on their first
 	// pick (a copy of tune.eager, where acquire reads it).
 	eager bool
+	// quiet: wide counts no successes (its FailureRatio is 0), so a success admitted lazily
+	// (exitPermit) need not touch it — at 100,000 exits, a cache miss a report saved.
+	quiet bool
 	// blocks: a rotating gateway's block rate per origin (gateway_blockrate.go); nil: not one.
 	blocks *blockRates
 }
@@ -43,6 +46,9 @@ const (
 	lifeRetired                // removed, its state kept for the same proxy coming back (retention)
 	lifeForgotten              // removed for good: the next sweep drops its pairs
 )
+
+// quietBreaker reports whether b counts no successes: a CLOSED permit's success only marks it used.
+func quietBreaker(b *breaker.Breaker) bool { return b.Policy().Settings().FailureRatio == 0 }
 
 // out reports whether the exit has left the pool's exit set (retired or forgotten).
 func (es *exitState) out() bool { return es.life.Load() != lifeIn }
@@ -177,6 +183,7 @@ func (p *Pool) newExitState(e *Exit, t *exitTuning) *exitState {
 	p.nextID++
 	es.bucket = p.gate.ExitBucket(e.label)
 	es.wide, es.wideMute, es.closedEpoch = p.newExitBreaker(es.id, p.exitPolicy(t))
+	es.quiet = quietBreaker(es.wide)
 	p.keepFor(t)
 	es.blocks = newBlockRates(e)
 	return es

@@ -30,7 +30,10 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 		}
 	}
 	originsFault := t.origin.guard.observe(now, t.id, v, t.originPm, path)
-	exitPm := p.exitPermit(t)
+	var exitPm breaker.Permit
+	if v.Outcome != Success || t.exitEpoch == 0 || !t.exit.quiet {
+		exitPm = p.exitPermit(t) // else a success it would only mark used (exitState.quiet)
+	}
 	p.adapt(now, t, v)
 	f := breaker.Failure{
 		Permanent:  v.Outcome == Permanent,
@@ -90,7 +93,11 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 			t.pair.probeBack(now) // its slot is free again, with no transition to say so
 		}
 	}
-	return pairAfter, t.exit.wide.State(now)
+	exitAfter = breaker.Closed
+	if p.exitOpen.get(t.id) { // clear: wide is CLOSED, read without touching it
+		exitAfter = t.exit.wide.State(now)
+	}
+	return pairAfter, exitAfter
 }
 
 // epochAfter reports whether origin epoch a is later than b. Epochs wrap at 2³²: only the order

@@ -54,6 +54,7 @@ func (p *Pool) retune(cur *exitState, e *Exit, t *exitTuning, rs *retunes) *exit
 		// until the set holds next, its restore is silent. An exit's probes hold the pair policy's
 		// lease (acquire).
 		next.wide, next.wideMute, next.closedEpoch = p.newExitBreaker(next.id, p.exitPolicy(t))
+		next.quiet = quietBreaker(next.wide)
 		cur.wideMute.Store(true)
 		next.wide.Restore(rs.now, handOver(rs.now, cur.wide, p.probeLease))
 		rs.wides = append(rs.wides, &next)
