@@ -36,6 +36,11 @@ type exitState struct {
 	// quiet: wide counts no successes (its FailureRatio is 0), so a success admitted lazily
 	// (exitPermit) need not touch it — at 100,000 exits, a cache miss a report saved.
 	quiet bool
+	// priced: the exit has a price (CostOf is not zero); a report of one without a price and
+	// without budgets reads nothing of the Exit to count its spend (spendOn).
+	priced bool
+	// kept: a rotate=off gateway's session, whose own breaker hears its successes (gateway_kept.go).
+	kept bool
 	// blocks: a rotating gateway's block rate per origin (gateway_blockrate.go); nil: not one.
 	blocks *blockRates
 }
@@ -183,7 +188,7 @@ func (p *Pool) newExitState(e *Exit, t *exitTuning) *exitState {
 	p.nextID++
 	es.bucket = p.gate.ExitBucket(e.label)
 	es.wide, es.wideMute, es.closedEpoch = p.newExitBreaker(es.id, p.exitPolicy(t))
-	es.quiet = quietBreaker(es.wide)
+	es.quiet, es.priced = quietBreaker(es.wide), p.CostOf(e) != Cost{}
 	p.keepFor(t)
 	es.blocks = newBlockRates(e)
 	return es

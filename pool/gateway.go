@@ -226,7 +226,7 @@ func (p *Pool) newSessionState(e *Exit, t *exitTuning) *exitState {
 	p.nextID++
 	es.bucket = p.gate.ExitBucket(e.label)
 	es.wide, es.wideMute, es.closedEpoch = g.wide, g.mute, g.closedEpoch
-	es.quiet = quietBreaker(g.wide)
+	es.quiet, es.priced, es.kept = quietBreaker(g.wide), p.CostOf(e) != Cost{}, !g.spec.rotate
 	s.id = es.id
 	g.mu.Lock()
 	g.slots[s.slot] = s

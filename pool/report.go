@@ -52,8 +52,8 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 		t.pairPm.Success(now)
 		exitPm.Success(now)
 		t.exit.blocks.served(now, t.origin.key) // a rotating gateway's answer (gateway_blockrate.go)
-		if gw := t.exit.exit.gw; gw != nil && !gw.s.g.spec.rotate {
-			gw.s.keptServed(now) // a kept session's own breaker (gateway_kept.go)
+		if t.exit.kept {
+			t.exit.exit.gw.s.keptServed(now) // a kept session's own breaker (gateway_kept.go)
 		}
 	case v.Outcome == Neutral:
 		t.pairPm.Neutral(now)

@@ -37,6 +37,7 @@ type retunes struct {
 func (p *Pool) retune(cur *exitState, e *Exit, t *exitTuning, rs *retunes) *exitState {
 	next := *cur
 	next.exit = e
+	next.priced, next.kept = p.CostOf(e) != Cost{}, e.gw != nil && !e.gw.s.g.spec.rotate
 	if (next.blocks != nil) != isRotating(e) {
 		next.blocks = newBlockRates(e) // rotate=request came or went (gateway_blockrate.go)
 	}

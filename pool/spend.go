@@ -12,6 +12,9 @@ package pool
 // spendOn counts what the attempt of t, which moved tr, cost: towards its exit's and its origin's
 // totals and its tier's budgets. It returns the spend in nano-units.
 func (p *Pool) spendOn(t *ticket, tr Traffic) int64 {
+	if !t.exit.priced && p.spend.budgets == nil {
+		return 0
+	}
 	e := t.exit.exit
 	n := p.CostOf(e).nanos(tr)
 	if n != 0 {
