@@ -140,10 +140,14 @@ func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, 
 	var st sessionStep // the session's pin (session_limits.go)
 	for round, revived := 0, 0; round < maxPickRounds; round++ {
 		var es *exitState
+		var id uint32 // es.id, from the choice where there is one: loading es for it is a cache miss
 		if session != "" {
 			if es, err = p.stick(now, o, set, session, originKey, r.Want, &st); err != nil {
 				originPm.Release(now)
 				return time.Time{}, scopeNone, err
+			}
+			if es != nil {
+				id = es.id
 			}
 		}
 		if es == nil {
@@ -154,17 +158,18 @@ func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, 
 				}
 			}
 			c = p.choose(now, o, avoid, view, p.failsFast(r))
-			es = c.exit
+			es, id = c.exit, c.id
 			if es != nil && session != "" {
 				if es = p.repin(now, set, session, originKey, &st, es); es == nil {
 					continue // it joined a pin whose exit just left
 				}
+				id = es.id // a joined pin's exit may not be the one chosen
 			}
 		}
 		if es == nil {
 			break
 		}
-		ok := p.acquire(now, o, es, es.id, t)
+		ok := p.acquire(now, o, es, id, t)
 		if !ok {
 			p.refund(session, originKey, &st)
 			if o.isDead() && revived < 2*maxPickRounds {
