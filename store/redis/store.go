@@ -466,17 +466,22 @@ func (st *Store) settle() {
 	for _, g := range st.groups {
 		ok = ok && g.inStep.Load() && g.pulled.Load() == p
 	}
+	var bound chan struct{}
 	if ok {
 		st.health = Health{Since: time.Now()}
 		st.degraded.Store(false)
 		if st.bound != nil {
 			st.coldPullNs.Store(int64(time.Since(st.bindAt)))
-			close(st.bound)
-			st.bound = nil
+			bound, st.bound = st.bound, nil
 		}
 	}
 	st.healthMu.Unlock()
 	st.report()
+	if bound != nil {
+		// Bind returns only now: a pool that NewPool hands back is in step and OnHealth has heard
+		// so (closed before report, the caller could look before the call).
+		close(bound)
+	}
 }
 
 // report logs the current health and calls OnHealth with it, if it is not what was last reported.
