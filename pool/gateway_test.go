@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,21 +31,10 @@ var (
 // rotations records SessionRotated calls.
 type rotations struct {
 	pool.NopObserver
-	mu  sync.Mutex
-	got []pool.SessionRotation
+	events[pool.SessionRotation]
 }
 
-func (r *rotations) SessionRotated(x pool.SessionRotation) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, x)
-}
-
-func (r *rotations) list() []pool.SessionRotation {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]pool.SessionRotation(nil), r.got...)
-}
+func (r *rotations) SessionRotated(x pool.SessionRotation) { r.add(x) }
 
 // gatewayPool returns a pool on a fake clock made of the proxy-list text list.
 func gatewayPool(t *testing.T, list string, opts ...pool.Option) (*pool.Pool, *clock.Fake, *rotations) {

@@ -19,24 +19,11 @@ var limT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // expiries records SessionExpiry events.
 type expiries struct {
-	mu sync.Mutex
-	l  []pool.SessionExpiry
+	pool.NopObserver
+	events[pool.SessionExpiry]
 }
 
-func (e *expiries) StateChanged(pool.StateChange)            {}
-func (e *expiries) Refused(context.Context, string, error)   {}
-func (e *expiries) Throttled(context.Context, pool.Throttle) {}
-func (e *expiries) ExitRemoved(*pool.Exit)                   {}
-func (e *expiries) SessionExpired(x pool.SessionExpiry) {
-	e.mu.Lock()
-	e.l = append(e.l, x)
-	e.mu.Unlock()
-}
-func (e *expiries) list() []pool.SessionExpiry {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]pool.SessionExpiry(nil), e.l...)
-}
+func (e *expiries) SessionExpired(x pool.SessionExpiry) { e.add(x) }
 
 // limitPool is a pool of n exits on a fake clock with session limits and an expiry recorder.
 func limitPool(t *testing.T, n int, opts ...pool.Option) (*pool.Pool, *clock.Fake, *expiries) {
