@@ -56,11 +56,10 @@ const (
 
 // note samples a success for origin o at now.
 func (m *servedMix) note(now time.Time, o *originState) {
-	st := latencyStamp(now)
-	v := m.last.Load()
-	if d := int32(st - v); v != 0 && d >= 0 && time.Duration(d)*latencyTick < mixSample {
+	if v := m.last.Load(); v != 0 && sampledWithin(now, v, mixSample) {
 		return
 	}
+	st := latencyStamp(now)
 	m.last.Store(st)
 	if !o.lat.unbound(now) {
 		return
@@ -80,7 +79,7 @@ func (m *servedMix) elsewhere(now time.Time, o *originState) bool {
 		if f == 0 || uint32(f>>32) == tag {
 			continue
 		}
-		if d := int32(latencyStamp(now) - uint32(f)); d < 0 || time.Duration(d)*latencyTick <= mixWindow {
+		if d := sinceStamp(now, uint32(f)); d < 0 || d <= mixWindow {
 			return true
 		}
 	}
@@ -90,11 +89,10 @@ func (m *servedMix) elsewhere(now time.Time, o *originState) bool {
 // noteBound notes that a pick for the origin found no fast exit ready at now. It writes the
 // shared word at most once per mixSample.
 func (l *originLatency) noteBound(now time.Time) {
-	st := latencyStamp(now)
-	if d := int32(st - l.bound.Load()); d >= 0 && time.Duration(d)*latencyTick < mixSample {
+	if sampledWithin(now, l.bound.Load(), mixSample) {
 		return
 	}
-	l.bound.Store(st)
+	l.bound.Store(latencyStamp(now))
 }
 
 // unbound reports whether no pick for the origin found every fast exit unready within
@@ -104,8 +102,21 @@ func (l *originLatency) unbound(now time.Time) bool {
 	if b == 0 {
 		return true
 	}
-	d := int32(latencyStamp(now) - b)
-	return d >= 0 && time.Duration(d)*latencyTick > boundWindow
+	d := sinceStamp(now, b)
+	return d >= 0 && d > boundWindow
+}
+
+// sinceStamp is the time from latencyStamp st to now: negative if st is later (another
+// goroutine's newer instant).
+func sinceStamp(now time.Time, st uint32) time.Duration {
+	return time.Duration(int32(latencyStamp(now)-st)) * latencyTick
+}
+
+// sampledWithin reports whether stamp st is at most d before now, not after it: a sample that
+// recent makes another one unnecessary.
+func sampledWithin(now time.Time, st uint32, d time.Duration) bool {
+	since := sinceStamp(now, st)
+	return since >= 0 && since < d
 }
 
 // tag returns a 32-bit FNV-1a hash of the origin's key: two origins share one only by chance

@@ -76,12 +76,12 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 	default: // pair scope
 		p.pairPermit(t).Failure(now, f)
 		// A session's own failures are its IP's (gateway_rotate.go, gateway_kept.go), also when they arrive after it was replaced.
-		switch gw := t.exit.exit.gw; {
-		case v.ConnLevel && gw == nil:
-			exitPm.Failure(now, breaker.Failure{Reason: f.Reason, MaxWindow: p.exitRest})
-		case v.ConnLevel && !gw.s.g.spec.rotate:
+		switch {
+		case v.ConnLevel && t.exit.kept:
 			exitPm.Neutral(now)
-			p.keptFailed(now, gw.s, f.Reason)
+			p.keptFailed(now, t.exit.exit.gw.s, f.Reason)
+		case v.ConnLevel && t.exit.exit.gw == nil:
+			exitPm.Failure(now, breaker.Failure{Reason: f.Reason, MaxWindow: p.exitRest})
 		default:
 			exitPm.Neutral(now)
 		}
