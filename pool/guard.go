@@ -33,7 +33,7 @@ const (
 	DefaultGuardShare        = 0.5
 	DefaultGuardWindow       = 30 * time.Second
 	DefaultGuardBaseCooldown = 10 * time.Second
-	DefaultGuardMaxCooldown  = 5 * time.Minute
+	DefaultGuardMaxCooldown  = time.Minute
 )
 
 // guardSlots is how many distinct exits per origin the guard remembers: enough to judge "most of
@@ -94,6 +94,9 @@ type originGuard struct {
 	recent   [guardSlots]guardEntry
 	failing  int // distinct failing exits when it last tripped
 	lastSeen int64
+	// lone holds the instants (UnixNano) of the origin's two latest lone 403s, newest first
+	// (suspect.go: forbidsPaths); kept when recent is cleared.
+	lone [2]int64
 }
 
 type guardEntry struct {
@@ -235,6 +238,9 @@ func (g *originGuard) record(id uint32, t int64, failed, suspect bool, path uint
 	if e == nil {
 		e = &g.recent[oldest]
 		*e = guardEntry{exit: id + 1}
+	}
+	if !suspect && !failed && e.streak == 1 && t-e.at <= int64(g.cfg.Window) {
+		g.lone[0], g.lone[1] = t, g.lone[0] // one 403 between two served answers (suspect.go)
 	}
 	e.at, e.failed = t, failed
 	switch {
