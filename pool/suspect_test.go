@@ -82,18 +82,22 @@ func TestSuspectEvidence(t *testing.T) {
 		{at: 2 * time.Second, exit: "e2", v: notFoundVerdict, want: notFoundVerdict, pair: breaker.Closed},
 		// e0 and e2 served, e1's 403 and this one are 2 of 4 tried: half, the site's answer.
 		{at: 3 * time.Second, exit: "e3", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 4 * time.Second, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		{at: 5 * time.Second, exit: "e3", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		// e1 and e3 served again, past the guard's window after their 403s (within it, a 403
+		// between two pages is a lone one: TestSuspectForbidsPaths), and e0 and e2 again.
+		{at: 34 * time.Second, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 35 * time.Second, exit: "e3", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 35 * time.Second, exit: "e0", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 35 * time.Second, exit: "e2", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 		// e0…e3 served: e4's first 403 is 1 of 5 tried, but one 403 may be a forbidden page.
-		{at: 6 * time.Second, exit: "e4", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 36 * time.Second, exit: "e4", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
 		// Its second in a row, still 1 of 5: a block.
-		{at: 7 * time.Second, exit: "e4", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+		{at: 37 * time.Second, exit: "e4", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
 		// e5's two 403s: with e4's, 2 of 6, still fewer than half.
-		{at: 8 * time.Second, exit: "e5", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 9 * time.Second, exit: "e5", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+		{at: 38 * time.Second, exit: "e5", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 39 * time.Second, exit: "e5", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
 		// The same exits on another origin that has served nobody: the site's answer there.
-		{at: 10 * time.Second, exit: "e0", origin: "other.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 11 * time.Second, exit: "e0", origin: "other.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 40 * time.Second, exit: "e0", origin: "other.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 41 * time.Second, exit: "e0", origin: "other.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
 	})
 	// 403s are the origin answering, as they always were: the guard is not tripped by them.
 	for _, o := range p.Snapshot().Origins {
@@ -295,4 +299,47 @@ func TestOriginGuardSettingsPerOrigin(t *testing.T) {
 	if g := guards["sturdy.example"]; g.State != breaker.Closed {
 		t.Errorf("guard of sturdy.example after 2 failing exits = %v, want closed (3 exits by default)", g.State)
 	}
+}
+
+// TestSuspectForbidsPaths: an origin that twice answered an exit a lone 403 — one between two
+// pages it served that exit — forbids some paths to everyone: there two 403s in a row through
+// one exit are still the site's, and a block takes SuspectProof in a row, for forbidsMemory
+// (10 min) after the second lone 403. Then the rule of two is back.
+func TestSuspectForbidsPaths(t *testing.T) {
+	p, clk := newSuspectPool(t, 6)
+	s := time.Second
+	runSuspect(t, p, clk, []suspectStep{
+		{at: 0, exit: "e0", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 1 * s, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 2 * s, exit: "e2", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		// Two lone 403s, each between two pages of its exit.
+		{at: 3 * s, exit: "e3", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 4 * s, exit: "e3", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 5 * s, exit: "e4", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 6 * s, exit: "e4", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		// Two in a row through e5: the site's still; the third is a block.
+		{at: 7 * s, exit: "e5", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 8 * s, exit: "e5", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 9 * s, exit: "e5", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+		// 11 min on, no lone 403 since: two in a row are a block again.
+		{at: 11 * time.Minute, exit: "e0", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 11*time.Minute + 1*s, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 11*time.Minute + 2*s, exit: "e2", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 11*time.Minute + 3*s, exit: "e2", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+	})
+}
+
+// TestSuspectOneLone403IsNotEnough: a single lone 403 (a ban that ended just after its first
+// answer looks the same) leaves the rule of two in force.
+func TestSuspectOneLone403IsNotEnough(t *testing.T) {
+	p, clk := newSuspectPool(t, 6)
+	s := time.Second
+	runSuspect(t, p, clk, []suspectStep{
+		{at: 0, exit: "e0", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 1 * s, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 2 * s, exit: "e3", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 3 * s, exit: "e3", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 4 * s, exit: "e5", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 5 * s, exit: "e5", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+	})
 }
