@@ -23,7 +23,8 @@ type OriginGuardSettings struct {
 	Share float64
 	// Window is how far back attempts count. Default 30 s.
 	Window time.Duration
-	// BaseCooldown and MaxCooldown bound the guard's OPEN windows. Defaults 10 s and 5 min.
+	// BaseCooldown and MaxCooldown bound the guard's OPEN windows. Defaults 10 s and 1 min (a
+	// probe is one attempt per origin: guardprobe.go).
 	BaseCooldown, MaxCooldown time.Duration
 }
 
