@@ -22,7 +22,7 @@ import (
 // window (restCap) ×2ⁿ: its first probe comes 2ⁿ times later than a first offender's, and so does
 // each one after, up to the breaker's MaxCooldown. A first ban, and one after a clean period of
 // n × OffenceDecay, is probed as before. A ban's probe that failed at the connection (its exit's
-// trouble) is not stretched: it learned nothing of the ban (restCap's ExitRest).
+// trouble) is not stretched: it learned nothing of the ban (restCap's BanProbeRetry).
 //
 // An origin hardens once its repeat offenders' bans have been seen to last hardenRatio times as
 // long as its first offenders' (offenceStats, from the bans' lengths when a probe closes them).

@@ -19,7 +19,8 @@ const (
 	// the origin, and either this exit's answer before it was a Suspect one too while fewer than
 	// half of the exits that tried the origin (this one included) got a Suspect answer, or this is
 	// its SuspectProof-th Suspect answer in a row. A probe of a pair out for a ban counts as a
-	// second answer in a row: the ban goes on. A Suspect answer for a path (Lease.SetPath) the
+	// second answer in a row: the ban goes on; so does the trickle of a pair tracked as slow,
+	// whose answers come minutes apart. A Suspect answer for a path (Lease.SetPath) the
 	// origin served, within the Window, to this exit or to SuspectMinServed other exits is a block
 	// too, whatever the other exits get now: the site does not forbid that path to everyone, and in
 	// a wave of bans, while every exit is refused, the rule above sees none served. Otherwise it is
@@ -73,8 +74,8 @@ func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict, path uint16) Ve
 	case SuspectBan:
 	default:
 		// A probe of a pair that is out for a ban meets the ban going on: it follows the answers
-		// that tripped the pair.
-		banned := t.probingBan()
+		// that tripped the pair. A slow pair's trickle counts as one too (pace.go).
+		banned := t.probingBan() || t.trickled(now)
 		if !g.evidenceOfBlock(now, t.id, banned, path) {
 			return v
 		}
