@@ -53,7 +53,13 @@ func (t *bitTable) chunks() []atomic.Pointer[bitChunk] {
 	return unsafe.Slice(t.dir.Load(), n)
 }
 
+// get reports id's bit. Most tables a pick reads are empty (no exit removed, none out of CLOSED,
+// none paced): that answer is inlined into the caller, one load; the rest is getSet's.
 func (t *bitTable) get(id uint32) bool {
+	return t.n.Load() != 0 && t.getSet(id)
+}
+
+func (t *bitTable) getSet(id uint32) bool {
 	dir := t.chunks()
 	if int(id>>chunkShift) >= len(dir) {
 		return false
@@ -187,7 +193,7 @@ func (a *chunkArena) chunk() *bitChunk {
 	return c
 }
 
-// counterTable is one int32 counter per exit id.
+// counterTable is one int32 counter per exit id, made with the id (make).
 type counterTable struct {
 	mu  sync.Mutex
 	dir atomic.Pointer[[]*[chunkSize]atomic.Int32]
@@ -204,24 +210,27 @@ func (t *counterTable) get(id uint32) int32 {
 	return 0
 }
 
+// add adds d to id's counter, which make has made: one load, two indexes, the addition, all
+// inlined into the pick.
 func (t *counterTable) add(id uint32, d int32) {
+	(*t.dir.Load())[id>>chunkShift][id&chunkMask].Add(d)
+}
+
+// make makes the counter of id (an exit's, as its id is minted), zero. Writers are serialised by
+// t.mu; readers see a directory that is never written once stored.
+func (t *counterTable) make(id uint32) {
 	ci := int(id >> chunkShift)
-	if dir := t.dir.Load(); dir != nil && ci < len(*dir) && (*dir)[ci] != nil {
-		(*dir)[ci][id&chunkMask].Add(d)
-		return
-	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	var dir []*[chunkSize]atomic.Int32
 	if d := t.dir.Load(); d != nil {
 		dir = *d
 	}
-	if ci >= len(dir) || dir[ci] == nil {
-		grown := make([]*[chunkSize]atomic.Int32, max(len(dir), ci+1))
-		copy(grown, dir)
-		grown[ci] = new([chunkSize]atomic.Int32)
-		t.dir.Store(&grown)
-		dir = grown
+	if ci < len(dir) && dir[ci] != nil {
+		return
 	}
-	t.mu.Unlock()
-	dir[ci][id&chunkMask].Add(d)
+	grown := make([]*[chunkSize]atomic.Int32, max(len(dir), ci+1))
+	copy(grown, dir)
+	grown[ci] = new([chunkSize]atomic.Int32)
+	t.dir.Store(&grown)
 }
