@@ -54,21 +54,23 @@ func (t *bitTable) chunks() []atomic.Pointer[bitChunk] {
 }
 
 // get reports id's bit. Most tables a pick reads are empty (no exit removed, none out of CLOSED,
-// none paced): that answer is inlined into the caller, one load; the rest is getSet's.
+// none paced): that answer is inlined into the caller, one load; the rest is getIn's.
 func (t *bitTable) get(id uint32) bool {
-	return t.n.Load() != 0 && t.getSet(id)
+	n := t.n.Load()
+	return n != 0 && t.getIn(n, id)
 }
 
-func (t *bitTable) getSet(id uint32) bool {
-	dir := t.chunks()
-	if int(id>>chunkShift) >= len(dir) {
+// getIn is get for a table whose directory holds n entries (n loaded before the directory). It
+// is kept out of line so that get, which calls it, is inlined.
+//
+//go:noinline
+func (t *bitTable) getIn(n, id uint32) bool {
+	ci := id >> chunkShift
+	if ci >= n {
 		return false
 	}
-	c := dir[id>>chunkShift].Load()
-	if c == nil {
-		return false
-	}
-	return c[(id&chunkMask)/64].Load()&(1<<(id%64)) != 0
+	c := (*atomic.Pointer[bitChunk])(unsafe.Add(unsafe.Pointer(t.dir.Load()), uintptr(ci)*unsafe.Sizeof(atomic.Pointer[bitChunk]{}))).Load()
+	return c != nil && c[(id&chunkMask)/64].Load()&(1<<(id%64)) != 0
 }
 
 // touch loads the words of a and b, to bring them into the cache together; the result means
