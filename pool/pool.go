@@ -189,35 +189,40 @@ func (p *Pool) Exits() []*Exit {
 }
 
 // originState is everything the pool keeps per origin. The fields every pick reads come first,
-// so that they share the state's first three cache lines (it is allocated 64-byte aligned): at
-// 1,000 origins, each line of it a pick touches is a cache miss.
+// so that they share few cache lines (the state is allocated 64-byte aligned): at 1,000 origins
+// each line of it a pick touches is a cache miss. A pick reads lines 0 and 1 (the fields up to
+// the guard's breaker word), line 10 (due's last field, kin's and lat's first), and one line of
+// load.
 type originState struct {
 	dead atomic.Bool // dropped from the pool's table by a sweep; re-look it up
 	// epoch counts the times a pair of this origin returned to CLOSED. A lease admitted without
 	// looking at its pair (lazyPair) remembers it, so its verdict can tell a pair that re-closed
 	// since — whose generation it never saw — from one that stayed CLOSED (see pairPermit).
-	epoch  atomic.Uint32 // wraps: compared with epochAfter
-	key    string
-	guard  *originGuard
+	epoch  atomic.Uint32     // wraps: compared with epochAfter
 	bucket *ratelimit.Bucket // the origin's own bucket, across all exits; nil if not limited
 	// limits is its pairs' concurrency limits; nil without WithAdaptiveConcurrency (limit.go).
 	limits *originLimits
 	// eager: the origin's pair settings count successes (FailureRatio), so its pairs need a
 	// breaker from their first pick.
 	eager bool
-	// kin is what its bans taught about groups of exits, and the groups held (grouphold.go).
-	kin  groupHolds
-	open bitTable // per exit id: the pair's breaker exists and is out of CLOSED
+	open  bitTable // per exit id: the pair's breaker exists and is out of CLOSED
 	// limited: per exit id, the pair has a token bucket (a configured per-pair limit, or a cut
 	// pace not yet grown back).
 	limited bitTable
-	// due bounds when its pairs out of CLOSED may next admit a request (due.go).
+	// guard is its origin guard (guard.go), at offset 64: the pick reads its config pointer and
+	// its breaker's word, which then share the state's second cache line.
+	guard originGuard
+	// due bounds when its pairs out of CLOSED may next admit a request (due.go); kin is what its
+	// bans taught about groups of exits, and the groups held (grouphold.go). due's last field,
+	// kin's first and lat's first are read by every pick, and share a cache line.
 	due dueTable
+	kin groupHolds
 	// lat is its typical latency and its pairs tracked as slow (latency.go); load its attempts
 	// in flight per exit (load.go).
 	lat  originLatency
 	load originLoad
 
+	key   string
 	pool  *Pool
 	mu    sync.RWMutex
 	pairs map[uint32]*pair
@@ -328,7 +333,7 @@ func (p *Pool) origin(key string) *originState {
 		o.due.min.Store(math.MaxInt64)
 		o.eager = o.rule != nil && o.rule.eager
 		o.bucket = p.gate.OriginBucket(key)
-		o.guard = p.newOriginGuard(o)
+		p.initOriginGuard(o)
 		o.limits = newOriginLimits(p.concurrency)
 		return o
 	})

@@ -67,7 +67,7 @@ func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict, path uint16) Ve
 	if !v.Suspect || v.Outcome != Success || v.Scope != ScopePair {
 		return v
 	}
-	g := t.origin.guard
+	g := &t.origin.guard
 	switch g.cfg.suspect {
 	case SuspectOff:
 		return v
