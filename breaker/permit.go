@@ -51,8 +51,8 @@ func (p Permit) Failure(now time.Time, f Failure) { p.report(now, vFailure, f) }
 // bug of its own). A probe slot is freed; nothing is counted, so for a CLOSED permit it is free:
 // it does not even take the breaker's lock.
 func (p Permit) Neutral(now time.Time) {
-	if p.slot < 0 {
-		return
+	if p.slot < 0 || p.b == nil {
+		return // inlined: a CLOSED permit, or none (the zero Permit)
 	}
 	p.report(now, vNeutral, Failure{})
 }

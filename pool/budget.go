@@ -157,9 +157,10 @@ func (sb *spendBook) build(ignoreTiers bool) error {
 // (for the BudgetSpentError of a pick no other tier serves), and tells observers the first time
 // in the budget's period.
 func (p *Pool) tierSpent(now time.Time, g *tierGroup, sub *subset, c *choice) bool {
-	if p.spend.budgets == nil {
-		return false // no budgets: a pool without them reads nothing more
-	}
+	return p.spend.budgets != nil && p.tierBudgetSpentFor(now, g, sub, c) // inlined: no budgets, nothing more
+}
+
+func (p *Pool) tierBudgetSpentFor(now time.Time, g *tierGroup, sub *subset, c *choice) bool {
 	tb, renews := p.spentBudget(now, g.tier)
 	if tb == nil {
 		return false

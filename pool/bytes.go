@@ -124,13 +124,9 @@ func (p *Pool) AddTraffic(e *Exit, origin string, tr Traffic) {
 		return
 	}
 	p.traffic.counter(es.id).add(tr)
-	p.omu.RLock()
-	o := p.origins[origin]
-	p.omu.RUnlock()
-	if o != nil && !o.isDead() {
+	o := p.origins.lookup(origin) // live, or nil
+	if o != nil {
 		o.traffic.add(tr)
-	} else {
-		o = nil
 	}
 	p.spendOutside(es, o, tr)
 }

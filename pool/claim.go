@@ -34,7 +34,7 @@ func (p *Pool) claimProbes(now time.Time, o *originState, es *exitState, t *tick
 
 // admitOrigin asks o's guard to admit a request, and claims the guard's probe when it is one.
 func (p *Pool) admitOrigin(now time.Time, o *originState) (breaker.Permit, error) {
-	pm, err := o.guard.admit(now, o.key)
+	pm, err := o.guard.admit(now, &o.key)
 	if err != nil || p.claimer == nil || !pm.Probe() {
 		return pm, err
 	}

@@ -72,8 +72,8 @@
 //
 // # Locks
 //
-// Lock order, outermost first: Pool.mu (exit-set changes) → Pool.omu (the origin table) →
-// originState.mu (its pairs) → a breaker's own lock; the session table's and a Retries' locks are
-// leaves. Breakers call their Mirror hook under their lock (it only stores atomics) and their
+// Lock order, outermost first: Pool.mu (exit-set changes) → originTable.mu (the origin table's
+// writers; picks read it without a lock) → originState.mu (its pairs) → a breaker's own lock; the
+// session table's and a Retries' locks are leaves. Breakers call their Mirror hook under their lock (it only stores atomics) and their
 // state-change hook after releasing it; observers run with no lock held.
 package pool

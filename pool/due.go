@@ -33,9 +33,11 @@ type dueTable struct {
 	mu        sync.Mutex
 	entries   dueHeap
 	compacted int                  // entries kept by the last compaction
-	min       atomic.Int64         // the top's key; MaxInt64 when empty (nothing out of CLOSED)
-	top       atomic.Pointer[pair] // the top's pair, published with min (dueProbe)
 	cleaned   atomic.Int64         // when a passed bound was last looked at (Unix ns)
+	top       atomic.Pointer[pair] // the top's pair, published with min (dueProbe)
+	// min is the top's key; MaxInt64 when empty (nothing out of CLOSED). Last: in the origin's
+	// state it shares a cache line with the fields after the table (originState).
+	min atomic.Int64
 }
 
 type dueEntry struct {
@@ -171,6 +173,10 @@ func (pr *pair) probeBack(now time.Time) {
 // exits do (escalating costs), while a tier below it — one the spillover passes by because
 // none of its exits is healthy for o — must still be probed to come back. A tier whose budget is
 // spent sends no probe (c keeps the budget for the refusal, budget.go).
+// passed reports whether a pair's bound may have passed at (Unix ns): the pick asks, inlined,
+// before it calls dueProbe.
+func (d *dueTable) passed(at int64) bool { return at >= d.min.Load() }
+
 func (p *Pool) dueProbe(now time.Time, o *originState, set *exitSet, view *wantView, start int, avoid *Retries, c *choice) (*exitState, uint32) {
 	d := &o.due
 	m := d.min.Load()

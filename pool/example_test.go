@@ -54,7 +54,7 @@ func Example() {
 	fmt.Println("another origin is served:", other.Exit() != nil)
 	other.Report(pool.Verdict{Outcome: pool.Success, Class: pool.ClassOK})
 	// Output:
-	// dc-2 got a 429: pair open
+	// dc-1 got a 429: pair open
 	// next pick avoids it: true
 	// true retry in 40s
 	// another origin is served: true

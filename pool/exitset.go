@@ -184,13 +184,22 @@ func (p *Pool) newExitState(e *Exit, t *exitTuning) *exitState {
 	if e.gw != nil {
 		return p.newSessionState(e, t) // a gateway's session (gateway.go)
 	}
-	es := &exitState{exit: e, id: p.nextID, life: new(atomic.Int32), tune: t, eager: t != nil && t.eager}
-	p.nextID++
-	es.bucket = p.gate.ExitBucket(e.label)
+	es := p.mintState(e, t)
 	es.wide, es.wideMute, es.closedEpoch = p.newExitBreaker(es.id, p.exitPolicy(t))
 	es.quiet, es.priced = quietBreaker(es.wide), p.CostOf(e) != Cost{}
 	p.keepFor(t)
 	es.blocks = newBlockRates(e)
+	return es
+}
+
+// mintState returns the part of a new exit's state every kind of exit has: a new id, with its
+// in-flight counter made (the pick counts it without checking), and its bucket. The caller holds
+// p.mu.
+func (p *Pool) mintState(e *Exit, t *exitTuning) *exitState {
+	es := &exitState{exit: e, id: p.nextID, life: new(atomic.Int32), tune: t, eager: t != nil && t.eager}
+	p.nextID++
+	p.inflight.make(es.id)
+	es.bucket = p.gate.ExitBucket(e.label)
 	return es
 }
 

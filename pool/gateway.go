@@ -222,9 +222,7 @@ func (g *gateway) mint(t *gatewayTable, p *Pool, slot int, now time.Time) *gwSes
 func (p *Pool) newSessionState(e *Exit, t *exitTuning) *exitState {
 	s := e.gw.s
 	g := s.g
-	es := &exitState{exit: e, id: p.nextID, life: new(atomic.Int32), tune: t, eager: t != nil && t.eager}
-	p.nextID++
-	es.bucket = p.gate.ExitBucket(e.label)
+	es := p.mintState(e, t)
 	es.wide, es.wideMute, es.closedEpoch = g.wide, g.mute, g.closedEpoch
 	es.quiet, es.priced, es.kept = quietBreaker(g.wide), p.CostOf(e) != Cost{}, !g.spec.rotate
 	s.id = es.id

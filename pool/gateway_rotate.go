@@ -133,9 +133,13 @@ func (p *Pool) rotateSession(now time.Time, s *gwSession, why RotationReason, or
 
 // maybeExpireSessions retires the sessions past their gateway's TTL at now, and replaces them. A
 // pool without sessions due reads one atomic.
+// expiryDue reports whether a session may be past its TTL at (Unix ns): the pick asks, inlined,
+// before it calls maybeExpireSessions.
+func (t *gatewayTable) expiryDue(at int64) bool { return at >= t.due.Load() }
+
 func (p *Pool) maybeExpireSessions(now time.Time) {
 	t := &p.gateways
-	if now.UnixNano() < t.due.Load() || !t.expiring.CompareAndSwap(false, true) {
+	if !t.expiryDue(now.UnixNano()) || !t.expiring.CompareAndSwap(false, true) {
 		return
 	}
 	defer t.expiring.Store(false)

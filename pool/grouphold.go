@@ -50,11 +50,16 @@ type groupHold struct {
 // heldOff reports whether exit id is held for the origin and its group's probe is out: the pick
 // passes it over. For a pool without groups, and an origin with nothing held, it reads one
 // pointer.
+// holding reports whether any group is held for the origin: the pick asks, inlined, before it
+// calls holdPick.
+func (h *groupHolds) holding() bool { return h.held.Load() != nil }
+
 func (h *groupHolds) heldOff(now time.Time, id uint32, lease time.Duration) bool {
 	m := h.held.Load()
-	if m == nil {
-		return false
-	}
+	return m != nil && heldIn(m, now, id, lease) // inlined: mostly nothing is held
+}
+
+func heldIn(m *map[uint32]*groupHold, now time.Time, id uint32, lease time.Duration) bool {
 	g := (*m)[id]
 	return g != nil && g.probeOut(now, lease)
 }
@@ -116,10 +121,13 @@ func (p *Pool) holdPick(ctx context.Context, now time.Time, r Request, l *Lease)
 // lease held it, and a served answer releases its group's hold. It reads one pointer when the
 // lease held no slot and the origin holds nothing.
 func (p *Pool) groupsHear(t *ticket, served, probe bool) {
-	h := &t.origin.kin
-	if !probe && (!served || h.held.Load() == nil) {
-		return
+	if probe || (served && t.origin.kin.held.Load() != nil) { // inlined: mostly neither
+		p.groupsHearHeld(t, served, probe)
 	}
+}
+
+func (p *Pool) groupsHearHeld(t *ticket, served, probe bool) {
+	h := &t.origin.kin
 	if probe {
 		if m := h.held.Load(); m != nil {
 			if g := (*m)[t.id]; g != nil {

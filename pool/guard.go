@@ -87,17 +87,21 @@ func newGuardConfig(s OriginGuardSettings, rnd func() uint64) (guardConfig, erro
 // originGuard is one origin's guard: a breaker, tripped by hand, and the recent outcome of each of
 // the last guardSlots distinct exits that tried the origin. The same record is the evidence
 // SuspectEvidence judges a plain 403 by (suspect.go).
+//
+// It lives in its origin's state, its breaker in it: a pick reads the breaker's word, and at
+// 1,000 origins a guard and a breaker of their own were two cache misses more per pick.
 type originGuard struct {
-	cfg *guardConfig
-	b   *breaker.Breaker
+	cfg *guardConfig // first: the pick reads it and the breaker's word, in one cache line
+	b   breaker.Breaker
 
-	mu       sync.Mutex
-	recent   [guardSlots]guardEntry
-	failing  int // distinct failing exits when it last tripped
+	mu      sync.Mutex
+	recent  [guardSlots]guardEntry
+	failing uint16 // distinct failing exits when it last tripped (at most guardSlots)
+	// lone holds the minutes (loneMinute) of the origin's two latest lone 403s, newest first, 0
+	// for none (suspect.go: forbidsPaths); kept when recent is cleared. Packed beside failing, so
+	// that the guard keeps its size and the state its layout (layout_test.go).
+	lone     [2]uint16
 	lastSeen int64
-	// lone holds the instants (UnixNano) of the origin's two latest lone 403s, newest first
-	// (suspect.go: forbidsPaths); kept when recent is cleared.
-	lone [2]int64
 }
 
 type guardEntry struct {
@@ -115,26 +119,27 @@ type guardEntry struct {
 // suspect reports whether the exit's latest answer was a Suspect one.
 func (e *guardEntry) suspect() bool { return e.streak > 0 }
 
-func (p *Pool) newOriginGuard(o *originState) *originGuard {
-	cfg := &p.guard
+// initOriginGuard makes o's guard, in place.
+func (p *Pool) initOriginGuard(o *originState) {
+	g := &o.guard
+	g.cfg = &p.guard
 	if o.rule != nil {
-		cfg = &o.rule.guard
+		g.cfg = &o.rule.guard
 	}
-	g := &originGuard{cfg: cfg}
-	g.b = cfg.policy.NewBreaker(func(t breaker.Transition) {
+	g.cfg.policy.Init(&g.b, &breaker.Hooks{OnStateChange: func(t breaker.Transition) {
 		if t.To == breaker.Closed {
 			g.mu.Lock()
 			g.recent = [guardSlots]guardEntry{}
 			g.mu.Unlock()
 		}
 		p.obs.stateChanged(StateChange{Scope: ScopeOrigin, Origin: o.key, Transition: t})
-	})
-	return g
+	}})
 }
 
-// admit asks the guard to let a request for the origin through. It returns the guard's permit
+// admit asks the guard to let a request for the origin through (its key at origin: a refusal
+// names it, and the common case does not load it). It returns the guard's permit
 // (a probe while the guard is HALF_OPEN) or the error to refuse the request with.
-func (g *originGuard) admit(now time.Time, origin string) (breaker.Permit, error) {
+func (g *originGuard) admit(now time.Time, origin *string) (breaker.Permit, error) {
 	if g.cfg.Disabled {
 		return breaker.Permit{}, nil
 	}
@@ -150,7 +155,7 @@ func (g *originGuard) admit(now time.Time, origin string) (breaker.Permit, error
 	g.mu.Lock()
 	failing := g.failing
 	g.mu.Unlock()
-	return pm, &OriginUnhealthyError{Origin: origin, FailingExits: failing, RetryIn: max(retryAt.Sub(now), 0)}
+	return pm, &OriginUnhealthyError{Origin: *origin, FailingExits: int(failing), RetryIn: max(retryAt.Sub(now), 0)}
 }
 
 // observe feeds the guard one verdict for the origin through exit id, with the permit admit gave.
@@ -203,7 +208,7 @@ func (g *originGuard) observe(now time.Time, id uint32, v Verdict, pm breaker.Pe
 		tried, failing := g.tally(t - int64(g.cfg.Window))
 		trip = failing >= g.cfg.MinExits && float64(failing) > g.cfg.Share*float64(tried)
 		if trip {
-			g.failing = failing
+			g.failing = uint16(failing)
 			g.recent = [guardSlots]guardEntry{}
 		}
 	}
@@ -241,7 +246,7 @@ func (g *originGuard) record(id uint32, t int64, failed, suspect bool, path uint
 		*e = guardEntry{exit: id + 1}
 	}
 	if !suspect && !failed && e.streak == 1 && t-e.at <= int64(g.cfg.Window) {
-		g.lone[0], g.lone[1] = t, g.lone[0] // one 403 between two served answers (suspect.go)
+		g.lone[0], g.lone[1] = loneMinute(t), g.lone[0] // one 403 between two served answers (suspect.go)
 	}
 	e.at, e.failed = t, failed
 	switch {

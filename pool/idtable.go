@@ -53,16 +53,24 @@ func (t *bitTable) chunks() []atomic.Pointer[bitChunk] {
 	return unsafe.Slice(t.dir.Load(), n)
 }
 
+// get reports id's bit. Most tables a pick reads are empty (no exit removed, none out of CLOSED,
+// none paced): that answer is inlined into the caller, one load; the rest is getIn's.
 func (t *bitTable) get(id uint32) bool {
-	dir := t.chunks()
-	if int(id>>chunkShift) >= len(dir) {
+	n := t.n.Load()
+	return n != 0 && t.getIn(n, id)
+}
+
+// getIn is get for a table whose directory holds n entries (n loaded before the directory). It
+// is kept out of line so that get, which calls it, is inlined.
+//
+//go:noinline
+func (t *bitTable) getIn(n, id uint32) bool {
+	ci := id >> chunkShift
+	if ci >= n {
 		return false
 	}
-	c := dir[id>>chunkShift].Load()
-	if c == nil {
-		return false
-	}
-	return c[(id&chunkMask)/64].Load()&(1<<(id%64)) != 0
+	c := (*atomic.Pointer[bitChunk])(unsafe.Add(unsafe.Pointer(t.dir.Load()), uintptr(ci)*unsafe.Sizeof(atomic.Pointer[bitChunk]{}))).Load()
+	return c != nil && c[(id&chunkMask)/64].Load()&(1<<(id%64)) != 0
 }
 
 // touch loads the words of a and b, to bring them into the cache together; the result means
@@ -187,7 +195,7 @@ func (a *chunkArena) chunk() *bitChunk {
 	return c
 }
 
-// counterTable is one int32 counter per exit id.
+// counterTable is one int32 counter per exit id, made with the id (make).
 type counterTable struct {
 	mu  sync.Mutex
 	dir atomic.Pointer[[]*[chunkSize]atomic.Int32]
@@ -204,24 +212,27 @@ func (t *counterTable) get(id uint32) int32 {
 	return 0
 }
 
+// add adds d to id's counter, which make has made: one load, two indexes, the addition, all
+// inlined into the pick.
 func (t *counterTable) add(id uint32, d int32) {
+	(*t.dir.Load())[id>>chunkShift][id&chunkMask].Add(d)
+}
+
+// make makes the counter of id (an exit's, as its id is minted), zero. Writers are serialised by
+// t.mu; readers see a directory that is never written once stored.
+func (t *counterTable) make(id uint32) {
 	ci := int(id >> chunkShift)
-	if dir := t.dir.Load(); dir != nil && ci < len(*dir) && (*dir)[ci] != nil {
-		(*dir)[ci][id&chunkMask].Add(d)
-		return
-	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	var dir []*[chunkSize]atomic.Int32
 	if d := t.dir.Load(); d != nil {
 		dir = *d
 	}
-	if ci >= len(dir) || dir[ci] == nil {
-		grown := make([]*[chunkSize]atomic.Int32, max(len(dir), ci+1))
-		copy(grown, dir)
-		grown[ci] = new([chunkSize]atomic.Int32)
-		t.dir.Store(&grown)
-		dir = grown
+	if ci < len(dir) && dir[ci] != nil {
+		return
 	}
-	t.mu.Unlock()
-	dir[ci][id&chunkMask].Add(d)
+	grown := make([]*[chunkSize]atomic.Int32, max(len(dir), ci+1))
+	copy(grown, dir)
+	grown[ci] = new([chunkSize]atomic.Int32)
+	t.dir.Store(&grown)
 }

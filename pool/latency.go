@@ -87,14 +87,14 @@ const (
 
 // originLatency is an origin's latency state: its typical latency and its tracked (slow) pairs.
 type originLatency struct {
-	typical atomic.Uint64 // math.Float64bits of seconds; 0 before the first sample
-	bound   atomic.Uint32 // latencyStamp of the latest pick that found no fast exit ready (goodput.go)
-	slow    bitTable      // per exit id: the pair is tracked
-	mu      sync.Mutex    // serialises changes to tracked's membership
 	// tracked maps exit ids to their pair's estimate. The map is never modified once published:
 	// a pair joins or leaves with a copy (rare: it takes a change of speed), and an estimate
 	// changes in place, so a pick reads it without a lock.
 	tracked atomic.Pointer[map[uint32]*pairLatency]
+	typical atomic.Uint64 // math.Float64bits of seconds; 0 before the first sample
+	bound   atomic.Uint32 // latencyStamp of the latest pick that found no fast exit ready (goodput.go)
+	slow    bitTable      // per exit id: the pair is tracked
+	mu      sync.Mutex    // serialises changes to tracked's membership
 }
 
 // pairLatency is a tracked pair's state. v is its estimate, packed so that it is read and

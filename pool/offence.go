@@ -22,13 +22,24 @@ import (
 // window (restCap) ×2ⁿ: its first probe comes 2ⁿ times later than a first offender's, and so does
 // each one after, up to the breaker's MaxCooldown. A first ban, and one after a clean period of
 // n × OffenceDecay, is probed as before. A ban's probe that failed at the connection (its exit's
-// trouble) is not stretched: it learned nothing of the ban (restCap's ExitRest).
+// trouble) is not stretched: it learned nothing of the ban (restCap's BanProbeRetry).
 //
 // An origin hardens once its repeat offenders' bans have been seen to last hardenRatio times as
 // long as its first offenders' (offenceStats, from the bans' lengths when a probe closes them).
 // Elsewhere a repeat ban is no longer than a first one, and a longer ladder only sees the pair
 // back later: stretched on every origin, the round-3 world's median recovery rose from 1m26s to
 // 1m56s for no page more (docs/decisions.md).
+//
+// Only a confirmed ban counts, in the memory and in the origin's figures: one that a probe met
+// going on (a probe failed for a block while the ban ran). A "ban" its first probe ended lasted
+// less than one rung and may have been none: two 403s in a row to a path the site forbids
+// everyone are judged a block (SuspectEvidence), and its first probe, asking for another page,
+// is served. Counted, such trips taught an origin with a forbidden path that its first bans
+// last 25 s and its repeat ones (the real bans, minutes to hours) 20 min, so it "hardened", every
+// pair it had tripped once became a repeat offender, and its real bans were probed up to 8 times
+// later: in the round-2 world, pairs banned again a few minutes after a ban ended were not seen
+// back in between (docs/decisions.md). A real ban outlasts its first probe (BaseCooldown) but
+// for its shortest few, which neither side of the comparison then counts.
 //
 // The memory is one word the pair already had (its mute flag's), so a pair stays 144 bytes; a
 // pair that remembers a ban is not swept as idle (at most MaxOffences × OffenceDecay after its
@@ -46,14 +57,16 @@ const OffenceDecay = 2 * time.Hour
 const MaxOffences = 3
 
 // pairFlags is a pair's mute flag (bit 31) and its memory of bans: how many it remembers (bits
-// 29–30) and when the last one ended, in minutes since episodeEpoch (bits 0–28, 0: never; good
-// until the year 3000). Safe for concurrent use.
+// 29–30), whether a probe confirmed the ban running now (bit 28), and when the last one ended, in
+// minutes since episodeEpoch (bits 0–27, 0: never; good until the year 2535). Safe for
+// concurrent use.
 type pairFlags struct{ v atomic.Uint32 }
 
 const (
 	muteBit      = 1 << 31
 	offenceShift = 29
-	offenceEnd   = 1<<offenceShift - 1 // the mask of the last ban's end
+	confirmedBit = 1 << 28
+	offenceEnd   = confirmedBit - 1 // the mask of the last ban's end
 )
 
 // muted reports whether the pair's hooks are silenced (retune.go).
@@ -82,6 +95,13 @@ func remembered(w uint32, at time.Time) int {
 	return max(n-int(max(clean, 0)/OffenceDecay), 0)
 }
 
+// confirm notes that a probe met the pair's running ban going on.
+func (f *pairFlags) confirm() { f.v.Or(confirmedBit) }
+
+// takeConfirmed reports whether a probe confirmed the pair's running ban, and forgets it: the ban
+// ended, or a new one may begin.
+func (f *pairFlags) takeConfirmed() bool { return f.v.And(^uint32(confirmedBit))&confirmedBit != 0 }
+
 // banEnded remembers one more ban, begun at start (the count it is added to is what the pair
 // remembered then) and ended at end.
 func (f *pairFlags) banEnded(start, end time.Time) {
@@ -103,17 +123,25 @@ func offenceClock(t time.Time) uint32 {
 // episodeTime is the instant episodeClock read as at.
 func episodeTime(at uint32) time.Time { return episodeEpoch.Add(time.Duration(at) * episodeTick) }
 
-// noteOffence remembers the ban that t ends — a probe closed the pair while its ban episode ran
-// (pace.go) — and tells the origin how long it lasted, a repeat offence or not. It runs before
-// noteEpisode, which forgets the episode.
+// noteOffence follows the pair's ban through t: a probe that met the running ban (pace.go's
+// episode) for a block confirms it, and when a probe closes the pair the confirmed ban is
+// remembered and the origin told how long it lasted, a repeat offence or not. It runs before
+// noteEpisode, which starts and forgets the episode.
 func (pr *pair) noteOffence(t breaker.Transition) {
-	if t.From != breaker.HalfOpen || t.To != breaker.Closed {
-		return
-	}
-	if at := pr.episode.Load(); at != 0 {
-		start := episodeTime(at)
-		pr.origin.harden.record(pr.flags.offences(start) > 0, t.At.Sub(start))
-		pr.flags.banEnded(start, t.At)
+	at := pr.episode.Load()
+	switch {
+	case t.From == breaker.Closed:
+		pr.flags.takeConfirmed() // a ban may begin: nothing confirmed yet
+	case t.From == breaker.HalfOpen && t.To == breaker.Open:
+		if at != 0 && t.Reason == string(ClassBlocked) {
+			pr.flags.confirm()
+		}
+	case t.To == breaker.Closed:
+		if pr.flags.takeConfirmed() && at != 0 && t.From == breaker.HalfOpen {
+			start := episodeTime(at)
+			pr.origin.harden.record(pr.flags.offences(start) > 0, t.At.Sub(start))
+			pr.flags.banEnded(start, t.At)
+		}
 	}
 }
 

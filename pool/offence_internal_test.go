@@ -72,3 +72,30 @@ func TestOffenceStatsHardens(t *testing.T) {
 		t.Errorf("a negative length was counted")
 	}
 }
+
+// TestPairFlagsConfirmLeavesTheRestAlone: a ban's confirmation shares the word with the mute flag
+// and the memory; confirming and taking it change neither, and banEnded forgets it.
+func TestPairFlagsConfirmLeavesTheRestAlone(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	var f pairFlags
+	if f.takeConfirmed() {
+		t.Fatalf("zero pairFlags: confirmed")
+	}
+	f.banEnded(t0, t0.Add(10*time.Minute))
+	f.setMuted(true)
+	f.confirm()
+	if f.offences(t0.Add(time.Hour)) != 1 || !f.muted() {
+		t.Errorf("confirm: %d bans, muted %v; want 1, true", f.offences(t0.Add(time.Hour)), f.muted())
+	}
+	if !f.takeConfirmed() || f.takeConfirmed() {
+		t.Errorf("takeConfirmed after confirm: want true once, then false")
+	}
+	f.confirm()
+	f.banEnded(t0.Add(time.Hour), t0.Add(2*time.Hour))
+	if f.takeConfirmed() {
+		t.Errorf("banEnded kept the confirmation of the ban it ended")
+	}
+	if got := f.offences(t0.Add(2*time.Hour + OffenceDecay)); got != 1 || !f.muted() {
+		t.Errorf("after banEnded: %d bans an OffenceDecay after the last, muted %v; want 1, true", got, f.muted())
+	}
+}

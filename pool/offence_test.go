@@ -36,6 +36,14 @@ func banFor(t *testing.T, p *pool.Pool, clk *clock.Fake, d time.Duration) (first
 	}
 }
 
+// banAfter lets clean pass with the pair idle (the idle sweep runs), then bans it for d (banFor).
+func banAfter(t *testing.T, p *pool.Pool, clk *clock.Fake, clean, d time.Duration) (first time.Duration, probes int) {
+	t.Helper()
+	clk.Advance(clean)
+	p.Sweep(clk.Now())
+	return banFor(t, p, clk, d)
+}
+
 // TestRepeatOffenderIsProbedOnALongerLadder: on an origin whose repeat offenders have been seen
 // banned longer than its first ones, a pair banned again within OffenceDecay of its last ban's
 // end waits 2ⁿ times as long for its first probe (n: the bans it remembers, at most MaxOffences)
@@ -92,10 +100,27 @@ func TestRepeatOffenderOfAnOriginThatDoesNotHarden(t *testing.T) {
 	clk := clock.NewFake(leaseT0)
 	p := newRecoveryPool(t, clk, nil, pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}))
 	for i := range 10 {
-		clk.Advance(40 * time.Minute)
-		p.Sweep(clk.Now())
-		if first, _ := banFor(t, p, clk, 20*time.Minute); first != 20*time.Second {
+		if first, _ := banAfter(t, p, clk, 40*time.Minute, 20*time.Minute); first != 20*time.Second {
 			t.Errorf("ban %d, 40 min after the last, as long: first probe after %v, want 20s", i, first)
+		}
+	}
+}
+
+// TestBanNoProbeMetIsNotCounted: a trip whose first probe is served — a "ban" that lasted less
+// than one rung, and perhaps none (two 403s in a row to a path the site forbids everyone are
+// judged a block) — is neither remembered nor counted among the origin's bans. Counted, each of
+// the pair's real bans would follow one such trip as a repeat offence, and 20 s "first bans"
+// against real ones of 40 min would show an origin that hardens, whose real bans would then be
+// probed 2ⁿ times later: here, the third after 160 s instead of 20.
+func TestBanNoProbeMetIsNotCounted(t *testing.T) {
+	clk := clock.NewFake(leaseT0)
+	p := newRecoveryPool(t, clk, nil, pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}))
+	for i := range 8 {
+		if first, probes := banAfter(t, p, clk, 40*time.Minute, time.Second); first != 20*time.Second || probes != 0 {
+			t.Fatalf("trip %d: first probe after %v, %d probes into the ban; want 20s, 0", i, first, probes)
+		}
+		if first, _ := banAfter(t, p, clk, 40*time.Minute, 40*time.Minute); first != 20*time.Second {
+			t.Errorf("ban %d of 40 min, after a trip its first probe ended: first probe after %v, want 20s", i, first)
 		}
 	}
 }

@@ -24,12 +24,12 @@ import (
 // lasted, and never less often than every MaxBanProbeGap (restCap). A ban of 25 minutes is then
 // probed every 2.5 minutes once the ladder reaches that, and a pair is back within a few minutes
 // of the ban's end, with about a dozen probes per ban; a ban that has lasted an hour is probed
-// every 5 minutes, whatever the origin's recent short ones say. Both are kept with the origin's
+// every 3 minutes, whatever the origin's recent short ones say. Both are kept with the origin's
 // state, so an origin the idle sweep forgets (no pair and no traffic for the idle TTL) starts
 // learning again. A pair out for a ban keeps that cadence whatever its probes meet, but a probe
 // that met its exit's own trouble (connection-level: a timeout, a dropped tunnel, a body cut off)
-// learned nothing of the ban, and the next one comes within ExitRest; its probe passes its exit's
-// rest (passesRest). A 429 without Retry-After is no ban: the pair rests at most UnannouncedRest
+// learned nothing of the ban, and the next one comes within BanProbeRetry; its probe passes its
+// exit's rest (passesRest). A 429 without Retry-After is no ban: the pair rests at most UnannouncedRest
 // at a time, and its rests are not counted among the origin's bans — an origin that limits its
 // pairs to a few requests a minute would otherwise teach its bans to last a minute, and its banned
 // pairs would be probed every BaseCooldown for hours.
@@ -45,15 +45,20 @@ const DefaultRecoveryWindow = 2 * time.Minute
 // spared a fifth of the 429s and cost 3 % of the goodput in the simulation (docs/decisions.md).
 const UnannouncedRest = 20 * time.Second
 
-// MaxBanProbeGap is the longest wait between probes of a banned pair, however long its ban has
-// lasted and whatever the origin's earlier bans lasted (a repeat offender of an origin that
-// hardens waits up to 2ⁿ times it, at most the breaker's MaxCooldown: offence.go): at most 12 probes an hour, and a pair
-// whose ban ended is seen back within about this long. Bans are heavy-tailed, and back to back
-// bans of one pair run into one episode whose age says nothing of when it ends: with the
-// breaker's 15 min, a pair whose two-hour ban ended waited up to 19 min for its next probe. In
-// the simulation 7 of the 1,785 bans the pool met were never seen to end; with this cap, and
-// ExitRest after a probe's connection trouble, none (docs/decisions.md).
-const MaxBanProbeGap = 5 * time.Minute
+// MaxBanProbeGap is the longest wait between probes of a banned pair (before the breaker's
+// jitter, up to a quarter more), however long its ban has lasted and whatever the origin's
+// earlier bans lasted (a repeat offender of an origin that hardens waits up to 2ⁿ times it, at
+// most the breaker's MaxCooldown: offence.go): at most 20 probes an hour, and a pair whose ban
+// ended is seen back within about this long. Bans are heavy-tailed, and back to back bans of one
+// pair run into one episode whose age says nothing of when it ends: with the breaker's 15 min, a
+// pair whose two-hour ban ended waited up to 19 min for its next probe (in the simulation 7 of
+// 1,785 bans were never seen to end; none with a cap of 5 min). A pair banned again a few
+// minutes after a ban ended is seen in between only if a probe falls in the gap: with 5 min
+// (5–6¼ with jitter) a 4-minute gap was missed about one time in four, and 1 to 3 of the
+// round-2 world's ~1,800 bans were never seen to end; with 3 min (and BanProbeRetry, and a slow
+// pair's lone 403 judged as a probe's: trickled), none, for 6 % more wasted attempts
+// (docs/decisions.md).
+const MaxBanProbeGap = 3 * time.Minute
 
 // ExitRest is the longest rest of an exit's own breaker after a transient trip (timeouts, dropped
 // connections: Failure.MaxWindow, so a park keeps its ParkFor), unless WithExitSettings sets a
@@ -63,6 +68,14 @@ const MaxBanProbeGap = 5 * time.Minute
 // rests is never met). Rests of up to 2 min, against the breaker's 15, cut the bans never seen to
 // recover in the simulation from 39 to 11 of 2,031 (docs/decisions.md).
 const ExitRest = 2 * time.Minute
+
+// BanProbeRetry is the longest wait after a banned pair's probe that failed at the connection (a
+// timeout, a dropped tunnel: its exit's trouble), which learned nothing of the ban: the next
+// probe comes within it, well inside the gap between two bans that a flaky exit's probes must
+// not all miss. With ExitRest (2 min) in its place, three probes of a flaky exit's pair in a
+// 6-minute gap between two bans all timed out, and the pair was never seen back (round-2 world,
+// seed 1; docs/decisions.md).
+const BanProbeRetry = time.Minute
 
 // recoveryShare is the share of an origin's typical ban the probes of a banned pair are spaced by
 // at most.
@@ -125,8 +138,7 @@ func (r *recoveryStats) maxWindow() time.Duration {
 // MaxBanProbeGap: bans are heavy-tailed, and one that has lasted an hour is likely to last a while
 // yet, whatever the origin's recent short ones say (an origin whose last bans lasted minutes had
 // its hour-long ones probed every 20 s, 270 probes each). A probe of a banned pair that failed at
-// the connection (v.ConnLevel) says nothing of the ban: the next comes within ExitRest, as the
-// exit itself is tried again after its own trouble.
+// the connection (v.ConnLevel) says nothing of the ban: the next comes within BanProbeRetry.
 func restCap(now time.Time, t *ticket, v Verdict) time.Duration {
 	var at uint32
 	if t.pair != nil {
@@ -144,10 +156,29 @@ func restCap(now time.Time, t *ticket, v Verdict) time.Duration {
 			c = max(c, min(age/banAgeShare, MaxBanProbeGap))
 		}
 		if v.ConnLevel {
-			c = min(c, ExitRest)
+			c = min(c, BanProbeRetry)
 		}
 	}
 	return c
+}
+
+// trickled reports whether t's pair is tracked as slow at now (latency.go): passed over while
+// other exits are ready, it is sent one attempt minutes apart, its trickle, so its answers never
+// come two in a row within the origin guard's window. A plain 403 through it, while other exits
+// are served, is then judged as a banned pair's probe's is (judgeSuspect): a ban. Taken for the
+// site's own answer instead, as a first 403 in a row is, the ban of a slow or flaky pair was
+// never judged one, its breaker never probed it, and its next trickle came up to 10 min later:
+// in the round-2 world a flaky exit's pair met its ban that way, and the 6 minutes between that
+// ban's end and the next went by with one trickle, which timed out (docs/decisions.md). If the
+// 403 was the site's, the pair rests one BaseCooldown, is served by its probe and counts no ban
+// (offence.go); it was being passed over anyway.
+func (t *ticket) trickled(now time.Time) bool {
+	pl := t.origin.lat.lookup(t.id)
+	if pl == nil {
+		return false
+	}
+	est, _, _ := pl.load(now)
+	return est > 0 // slow, not only ramping
 }
 
 // unannouncedLimit reports whether v is a 429 without Retry-After: a rate limit whose end the

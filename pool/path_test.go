@@ -14,7 +14,7 @@ func TestServedPathIsEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := p.origin("shop.test").guard
+	g := &p.origin("shop.test").guard
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	ns := func(d time.Duration) int64 { return now.Add(d).UnixNano() }
 	page, other := PathOf("/page"), PathOf("/other")

@@ -28,7 +28,7 @@ func (p *Pool) Pick(ctx context.Context, r Request) (Lease, error) {
 func (p *Pool) PickAt(ctx context.Context, now time.Time, r Request) (Lease, error) {
 	l := Lease{p: p} // the ticket is filled in place: it is large, and picking copies nothing
 	err := p.pick(ctx, now, r, &l)
-	if err == nil {
+	if err == nil && l.t.origin.kin.holding() {
 		err = p.holdPick(ctx, now, r, &l) // its exit's group is held for the origin (grouphold.go)
 	}
 	if err != nil {
@@ -106,8 +106,10 @@ const maxTokenWaits = 16
 // returns the instant the soonest token comes and the scope of the bucket that lacks it.
 func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, scope Scope, err error) {
 	t := &l.t
-	p.maybeSweep(now)
-	p.maybeExpireSessions(now) // gateway sessions past their TTL (gateway_rotate.go)
+	if at := now.UnixNano(); p.sweepDue(at) || p.gateways.expiryDue(at) { // mostly neither: asked inlined
+		p.maybeSweep(now)
+		p.maybeExpireSessions(now) // gateway sessions past their TTL (gateway_rotate.go)
+	}
 	originKey := r.Origin
 	o := p.liveOrigin(originKey)
 	originPm, err := p.admitOrigin(now, o)
@@ -256,6 +258,14 @@ func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string
 
 // liveOrigin returns the state for originKey, never one a sweep has dropped.
 func (p *Pool) liveOrigin(originKey string) *originState {
+	if o := p.origins.published(originKey); o != nil {
+		return o // inlined into the pick: an origin seen before
+	}
+	return p.liveOriginMade(originKey)
+}
+
+// liveOriginMade is liveOrigin past the published table: the origin's state, made if need be.
+func (p *Pool) liveOriginMade(originKey string) *originState {
 	for {
 		o := p.origin(originKey)
 		if !o.isDead() {

@@ -43,8 +43,7 @@ type Pool struct {
 	set    atomic.Pointer[exitSet]
 	nextID uint32
 
-	omu     sync.RWMutex
-	origins map[string]*originState
+	origins originTable // origintable.go
 
 	sessions sessionTable
 	// gateways are the pool's provider gateways and their sessions (gateway.go); strictSessions
@@ -114,7 +113,7 @@ func New(opts ...Option) (*Pool, error) {
 	p := &Pool{
 		clock: c.clock, pairPol: pairPol, exitPol: exitPol, guard: guard,
 		dryRun: c.dryRun, inline: c.inlineSweep, selection: c.selection, tiers: !c.ignoreTiers, idleTTL: c.idleTTL,
-		rand: c.rand, origins: make(map[string]*originState), lazyPairs: pairPol.Settings().FailureRatio == 0,
+		rand: c.rand, lazyPairs: pairPol.Settings().FailureRatio == 0,
 		concurrency: c.concurrency, claimer: c.claimer,
 		gate:     c.gate,
 		limits:   c.limits,
@@ -189,8 +188,40 @@ func (p *Pool) Exits() []*Exit {
 	return out
 }
 
-// originState is everything the pool keeps per origin.
+// originState is everything the pool keeps per origin. The fields every pick reads come first,
+// so that they share few cache lines (the state is allocated 64-byte aligned): at 1,000 origins
+// each line of it a pick touches is a cache miss. A pick reads lines 0 and 1 (the fields up to
+// the guard's breaker word), line 10 (due's last field, kin's and lat's first), and one line of
+// load.
 type originState struct {
+	dead atomic.Bool // dropped from the pool's table by a sweep; re-look it up
+	// epoch counts the times a pair of this origin returned to CLOSED. A lease admitted without
+	// looking at its pair (lazyPair) remembers it, so its verdict can tell a pair that re-closed
+	// since — whose generation it never saw — from one that stayed CLOSED (see pairPermit).
+	epoch  atomic.Uint32     // wraps: compared with epochAfter
+	bucket *ratelimit.Bucket // the origin's own bucket, across all exits; nil if not limited
+	// limits is its pairs' concurrency limits; nil without WithAdaptiveConcurrency (limit.go).
+	limits *originLimits
+	// eager: the origin's pair settings count successes (FailureRatio), so its pairs need a
+	// breaker from their first pick.
+	eager bool
+	open  bitTable // per exit id: the pair's breaker exists and is out of CLOSED
+	// limited: per exit id, the pair has a token bucket (a configured per-pair limit, or a cut
+	// pace not yet grown back).
+	limited bitTable
+	// guard is its origin guard (guard.go), at offset 64: the pick reads its config pointer and
+	// its breaker's word, which then share the state's second cache line.
+	guard originGuard
+	// due bounds when its pairs out of CLOSED may next admit a request (due.go); kin is what its
+	// bans taught about groups of exits, and the groups held (grouphold.go). due's last field,
+	// kin's first and lat's first are read by every pick, and share a cache line.
+	due dueTable
+	kin groupHolds
+	// lat is its typical latency and its pairs tracked as slow (latency.go); load its attempts
+	// in flight per exit (load.go).
+	lat  originLatency
+	load originLoad
+
 	key   string
 	pool  *Pool
 	mu    sync.RWMutex
@@ -199,45 +230,21 @@ type originState struct {
 	// per-pair limit, else at its first 429 (most pairs never meet one, and a pace costs more than
 	// the rest of the pair). A pace lives as long as its pair.
 	paces map[uint32]*ratelimit.Pair
-	open  bitTable // per exit id: the pair's breaker exists and is out of CLOSED
-	// limited: per exit id, the pair has a token bucket (a configured per-pair limit, or a cut
-	// pace not yet grown back).
-	limited bitTable
 	// learning: per exit id, the pair's pace counts its successes (it has met a 429), so a success
 	// admitted without looking at the pair must find it (adapt); other successes look up nothing.
 	learning bitTable
-	bucket   *ratelimit.Bucket // the origin's own bucket, across all exits; nil if not limited
-	dead     atomic.Bool       // dropped from the pool's table by a sweep; re-look it up
-	guard    *originGuard
 	pages    atomic.Pointer[pageBook] // the pages its exits got, once one was judged (softblock.go)
 	// rule is the most specific WithOriginSettings pattern matching key, looked up once when the
 	// origin state is made; nil when none does.
 	rule *originRule
-	// eager: the origin's pair settings count successes (FailureRatio), so its pairs need a
-	// breaker from their first pick.
-	eager bool
-	// epoch counts the times a pair of this origin returned to CLOSED. A lease admitted without
-	// looking at its pair (lazyPair) remembers it, so its verdict can tell a pair that re-closed
-	// since — whose generation it never saw — from one that stayed CLOSED (see pairPermit).
-	epoch atomic.Uint32 // wraps: compared with epochAfter
 	// pace is the window the origin's pairs learned, a prior for its other pairs; learn is what
 	// its bans lasted (pace.go).
 	pace  originPace
 	learn recoveryStats
-	// due bounds when its pairs out of CLOSED may next admit a request (due.go).
-	due dueTable
-	// lat is its typical latency and its pairs tracked as slow (latency.go); load its attempts
-	// in flight per exit (load.go).
-	lat  originLatency
-	load originLoad
-	// limits is its pairs' concurrency limits; nil without WithAdaptiveConcurrency (limit.go).
-	limits *originLimits
 	// spill is its tiers' health and loads (spill.go).
 	spill originSpill
 	// traffic is the bytes its attempts moved (bytes.go).
 	traffic trafficCounter
-	// kin is what its bans taught about groups of exits, and the groups held (grouphold.go).
-	kin groupHolds
 	// harden is what its bans say of whether it hardens on repeat offenders (offence.go).
 	harden offenceStats
 }
@@ -321,24 +328,15 @@ func (o *originState) setPace(id uint32, pc *ratelimit.Pair) *ratelimit.Pair {
 
 // origin returns the state for key, creating it if needed.
 func (p *Pool) origin(key string) *originState {
-	p.omu.RLock()
-	o := p.origins[key]
-	p.omu.RUnlock()
-	if o != nil {
-		return o
-	}
-	p.omu.Lock()
-	defer p.omu.Unlock()
-	if o = p.origins[key]; o == nil {
-		o = &originState{key: key, pool: p, pairs: make(map[uint32]*pair), rule: p.ruleFor(key)}
+	return p.origins.get(key, func() *originState {
+		o := &originState{key: key, pool: p, pairs: make(map[uint32]*pair), rule: p.ruleFor(key)}
 		o.due.min.Store(math.MaxInt64)
 		o.eager = o.rule != nil && o.rule.eager
 		o.bucket = p.gate.OriginBucket(key)
-		o.guard = p.newOriginGuard(o)
+		p.initOriginGuard(o)
 		o.limits = newOriginLimits(p.concurrency)
-		p.origins[key] = o
-	}
-	return o
+		return o
+	})
 }
 
 // lookupPair returns the pair's breaker, or nil if the pair has none yet (it is CLOSED and fresh).
@@ -390,21 +388,16 @@ func (p *Pool) newPair(o *originState, es *exitState, pol *breaker.Policy) *pair
 
 // originList returns the origins the pool holds now, so callers can visit them without holding
 // the pool's origin lock.
-func (p *Pool) originList() []*originState {
-	p.omu.RLock()
-	defer p.omu.RUnlock()
-	out := make([]*originState, 0, len(p.origins))
-	for _, o := range p.origins {
-		out = append(out, o)
-	}
-	return out
-}
+func (p *Pool) originList() []*originState { return p.origins.list() }
+
+// sweepDue reports whether a sweep is due at (Unix ns): the pick asks, inlined, before it calls
+// maybeSweep.
+func (p *Pool) sweepDue(at int64) bool { return at-p.lastSweep.Load() >= int64(p.idleTTL/2) }
 
 // maybeSweep sweeps idle breakers at most once per half idle TTL: in the background, or at once
 // WithInlineSweep.
 func (p *Pool) maybeSweep(now time.Time) {
-	last := p.lastSweep.Load()
-	if now.UnixNano()-last < int64(p.idleTTL/2) || !p.sweeping.CompareAndSwap(false, true) {
+	if !p.sweepDue(now.UnixNano()) || !p.sweeping.CompareAndSwap(false, true) {
 		return
 	}
 	p.lastSweep.Store(now.UnixNano())
@@ -448,18 +441,20 @@ func (p *Pool) Sweep(now time.Time) {
 		if !empty {
 			continue
 		}
-		p.omu.Lock()
-		o.mu.Lock()
-		if len(o.pairs) == 0 && o.guard.idle(now, p.idleTTL) && p.origins[o.key] == o {
-			o.dead.Store(true)
-			delete(p.origins, o.key)
-		}
-		o.mu.Unlock()
-		p.omu.Unlock()
-		if o.isDead() {
+		dropped := p.origins.drop(o, func() bool {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			if len(o.pairs) != 0 || !o.guard.idle(now, p.idleTTL) {
+				return false
+			}
+			o.dead.Store(true) // under o.mu: pairFor adds no pair to it from now on
+			return true
+		})
+		if dropped {
 			p.forgetHolds(o, now) // its groups' holds go with it; observers hear so (grouphold.go)
 		}
 	}
+	p.origins.publishDrops()
 	p.sessions.sweep(p.set.Load())
 }
 

@@ -74,7 +74,7 @@ func TestBanProbesLearnTheOriginsBans(t *testing.T) {
 		}
 	}
 	start := clk.Now()
-	if got := ban(start.Add(40*time.Minute), pool.DefaultRecoveryWindow, 16*time.Minute); got != pool.DefaultRecoveryWindow {
+	if got := ban(start.Add(25*time.Minute), pool.DefaultRecoveryWindow, 16*time.Minute); got != pool.DefaultRecoveryWindow {
 		t.Errorf("first ban: longest wait between probes %v, want DefaultRecoveryWindow %v", got, pool.DefaultRecoveryWindow)
 	}
 	first := clk.Now().Sub(start)
@@ -87,7 +87,7 @@ func TestBanProbesLearnTheOriginsBans(t *testing.T) {
 
 // TestBanProbesAtMostMaxBanProbeGap: however long a ban has lasted, and however long the origin's
 // earlier bans lasted, a banned pair is probed at least every MaxBanProbeGap — and a probe that
-// met the exit's trouble, not the ban (a connection-level timeout), is followed within ExitRest.
+// met the exit's trouble, not the ban (a connection-level timeout), is followed within BanProbeRetry.
 func TestBanProbesAtMostMaxBanProbeGap(t *testing.T) {
 	clk := clock.NewFake(leaseT0)
 	p := newRecoveryPool(t, clk, nil, pool.WithPairSettings(breaker.Settings{FailureThreshold: 1, Jitter: -1}))
@@ -117,10 +117,10 @@ func TestBanProbesAtMostMaxBanProbeGap(t *testing.T) {
 		t.Errorf("a three-hour ban: longest wait between probes %v, want MaxBanProbeGap %v", longest, pool.MaxBanProbeGap)
 	}
 	// The probe meets the exit's own trouble: it says nothing of the ban, and the next comes
-	// within ExitRest; the one after that meets the ban again, and the cadence is the ban's.
+	// within BanProbeRetry; the one after that meets the ban again, and the cadence is the ban's.
 	probe(flakyVerdict)
-	if wait := nextProbe(); wait > pool.ExitRest {
-		t.Errorf("a banned pair's probe timed out at the connection: next probe in %v, want at most ExitRest %v", wait, pool.ExitRest)
+	if wait := nextProbe(); wait > pool.BanProbeRetry {
+		t.Errorf("a banned pair's probe timed out at the connection: next probe in %v, want at most BanProbeRetry %v", wait, pool.BanProbeRetry)
 	}
 	probe(blockedVerdict)
 	if wait := nextProbe(); wait != pool.MaxBanProbeGap {

@@ -157,7 +157,7 @@ func (p *Pool) DueProbes(now time.Time) []ProbeTarget {
 			}
 		}
 		o.mu.RUnlock()
-		if due(o.guard.b) {
+		if due(&o.guard.b) {
 			out = append(out, ProbeTarget{Scope: ScopeOrigin, Origin: o.key})
 		}
 	}

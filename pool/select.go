@@ -41,11 +41,15 @@ func (p *Pool) choose(now time.Time, o *originState, memo *Retries, view *wantVi
 			avoid = nil // only exits that already failed this request are left: use them
 		}
 		start := p.spillFrom(now, o, set) // the tier to try first: spill.go
-		if es, id := p.dueProbe(now, o, set, view, start, avoid, &c); es != nil {
-			return choice{exit: es, id: id} // a probe due first goes first (due.go)
+		if o.due.passed(now.UnixNano()) {
+			if es, id := p.dueProbe(now, o, set, view, start, avoid, &c); es != nil {
+				return choice{exit: es, id: id} // a probe due first goes first (due.go)
+			}
 		}
-		if es, id := p.probeBelow(now, o, set, view, start, avoid, &c); es != nil {
-			return choice{exit: es, id: id} // a tier passed by for want of health still probes
+		if start > 0 {
+			if es, id := p.probeBelow(now, o, set, view, start, avoid, &c); es != nil {
+				return choice{exit: es, id: id} // a tier passed by for want of health still probes
+			}
 		}
 		for k := range set.groups {
 			gi := spillOrder(k, start)
@@ -113,8 +117,10 @@ func (p *Pool) breakersReady(now time.Time, o *originState, g *tierGroup, i int,
 // tokensReady peeks, taking nothing, at the buckets of exit i of g for o. Without configured
 // limits, and while the pair has shown none, it reads one bit table and nothing else.
 func (p *Pool) tokensReady(now time.Time, o *originState, g *tierGroup, i int) (bool, time.Time, Scope) {
-	if full, at := o.limits.full(now, &o.load, g.id(i)); full {
-		return false, at, ScopePair // at its concurrency limit (limit.go): as good as no token
+	if o.limits != nil { // WithAdaptiveConcurrency
+		if full, at := o.limits.full(now, &o.load, g.id(i)); full {
+			return false, at, ScopePair // at its concurrency limit (limit.go): as good as no token
+		}
 	}
 	if g.buckets != nil {
 		if ok, at := g.buckets[i].Ready(now); !ok {
@@ -138,7 +144,7 @@ func (p *Pool) draw(g *tierGroup, sub *subset) int {
 func (p *Pool) drawK(n int, cum []float64) int {
 	r := p.rand()
 	if cum == nil {
-		return int(r % uint64(n))
+		return below(uint32(r), n)
 	}
 	total := cum[len(cum)-1]
 	x := float64(r>>11) / (1 << 53) * total
@@ -154,16 +160,26 @@ func (p *Pool) drawK(n int, cum []float64) int {
 	return lo
 }
 
+// below returns a number in [0, n) from 32 random bits x, n < 2³²: Lemire's multiply-shift,
+// which needs no division (a 64-bit division costs more than the rest of a draw).
+func below(x uint32, n int) int { return int(uint64(x) * uint64(n) >> 32) }
+
 // drawTwo returns the indexes in g of two random exits of sub (of at least two), by weight,
 // distinct: two draws of one exit would let it win whatever its load. Without weights the second
 // is drawn among the others; with weights it is drawn again, up to distinctTries times (one exit
 // may hold nearly all of a tier's weight, and then it may be both).
 func (p *Pool) drawTwo(g *tierGroup, sub *subset) (int, int) {
 	n, cum := sub.size(g), sub.weights(g)
-	i := p.drawK(n, cum)
-	if cum == nil {
-		return sub.index(i), sub.index(int((uint64(i) + 1 + p.rand()%uint64(n-1)) % uint64(n)))
+	if cum == nil { // both from one random word: a draw costs as much as the rest of a candidate
+		r := p.rand()
+		i := below(uint32(r), n)
+		j := i + 1 + below(uint32(r>>32), n-1)
+		if j >= n {
+			j -= n
+		}
+		return sub.index(i), sub.index(j)
 	}
+	i := p.drawK(n, cum)
 	j := p.drawK(n, cum)
 	for try := 0; j == i && try < distinctTries; try++ {
 		j = p.drawK(n, cum)

@@ -55,8 +55,12 @@ type spillState struct {
 // short of healthy exits, when a random one by the tiers' loads.
 func (p *Pool) spillFrom(now time.Time, o *originState, set *exitSet) int {
 	if len(set.groups) < 2 {
-		return 0
+		return 0 // inlined into the pick: one tier
 	}
+	return p.spillFromTiers(now, o, set)
+}
+
+func (p *Pool) spillFromTiers(now time.Time, o *originState, set *exitSet) int {
 	st := o.spill.state.Load()
 	if st == nil || st.set != set || now.UnixNano()-st.at >= int64(spillRefresh) || now.UnixNano() < st.at {
 		if o.spill.counting.CompareAndSwap(false, true) {

@@ -19,7 +19,8 @@ const (
 	// the origin, and either this exit's answer before it was a Suspect one too while fewer than
 	// half of the exits that tried the origin (this one included) got a Suspect answer, or this is
 	// its SuspectProof-th Suspect answer in a row. A probe of a pair out for a ban counts as a
-	// second answer in a row: the ban goes on. A Suspect answer for a path (Lease.SetPath) the
+	// second answer in a row: the ban goes on; so does the trickle of a pair tracked as slow,
+	// whose answers come minutes apart. A Suspect answer for a path (Lease.SetPath) the
 	// origin served, within the Window, to this exit or to SuspectMinServed other exits is a block
 	// too, whatever the other exits get now: the site does not forbid that path to everyone, and in
 	// a wave of bans, while every exit is refused, the rule above sees none served. Otherwise it is
@@ -71,15 +72,15 @@ func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict, path uint16) Ve
 	if !v.Suspect || v.Outcome != Success || v.Scope != ScopePair {
 		return v
 	}
-	g := t.origin.guard
+	g := &t.origin.guard
 	switch g.cfg.suspect {
 	case SuspectOff:
 		return v
 	case SuspectBan:
 	default:
 		// A probe of a pair that is out for a ban meets the ban going on: it follows the answers
-		// that tripped the pair.
-		banned := t.probingBan()
+		// that tripped the pair. A slow pair's trickle counts as one too (pace.go).
+		banned := t.probingBan() || t.trickled(now)
 		if !g.evidenceOfBlock(now, t.id, banned, path) {
 			return v
 		}
@@ -140,5 +141,11 @@ func (g *originGuard) evidenceOfBlock(now time.Time, id uint32, banned bool, pat
 // ban already. Bans of a minute and more seldom end within the Window of their first 403. The
 // caller holds g.mu.
 func (g *originGuard) forbidsPaths(t int64) bool {
-	return g.lone[1] != 0 && t-g.lone[1] <= int64(forbidsMemory)
+	return g.lone[1] != 0 && loneMinute(t)-g.lone[1] <= uint16(forbidsMemory/time.Minute)
+}
+
+// loneMinute is t (UnixNano) in whole minutes since episodeEpoch, modulo 2¹⁶ (45 days: only
+// differences of minutes are read), never 0 (none).
+func loneMinute(t int64) uint16 {
+	return max(uint16((t-episodeEpochNanos)/int64(time.Minute)), 1)
 }

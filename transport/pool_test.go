@@ -424,16 +424,23 @@ func TestPoolAddRejectsAndRemoveUnknown(t *testing.T) {
 
 func TestPoolSweepDropsIdleHealthyPairs(t *testing.T) {
 	env := newTestPoolEnv(t, testkit.Exits("x", 3), pool.WithIdleTTL(time.Minute))
-	// A pair gets a breaker on its first failure: one 429 without Retry-After through each exit
-	// (one failure of three, and no concern of the origin guard's).
-	env.base.On("*", poolOriginA, testkit.Reply{Status: 429})
-	for i := 0; len(env.pool.Snapshot().Pairs) < 3; i++ {
-		if i > 200 {
-			t.Fatal("never used every exit")
+	// A pair gets a breaker on its first failure: one 503 through each exit, one exit at a time
+	// while the others serve (one failure each, which trips nothing whichever exits the picks
+	// draw: a 429 would trip its pair at once, and its probe after the clock moves would then
+	// leave it at level 1, not idle).
+	for _, x := range []string{"x0", "x1", "x2"} {
+		env.base.On(x, poolOriginA, testkit.Reply{Status: 503})
+		for i := 0; ; i++ {
+			if _, ok := env.pair(x, poolOriginA); ok {
+				break
+			}
+			if i > 200 {
+				t.Fatalf("never used %s", x)
+			}
+			env.mustGet(t, nil, poolURLA)
 		}
-		env.mustGet(t, nil, poolURLA)
+		env.base.Reset()
 	}
-	env.base.Reset()
 	// (x0, a.example) trips on failures (no Retry-After: those do not climb the backoff ladder) and
 	// re-closes: its backoff level stays up for StablePeriod (5 min).
 	env.base.On("x0", poolOriginA, testkit.Reply{Status: 429})
