@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -304,42 +305,46 @@ func TestOriginGuardSettingsPerOrigin(t *testing.T) {
 // TestSuspectForbidsPaths: an origin that twice answered an exit a lone 403 — one between two
 // pages it served that exit — forbids some paths to everyone: there two 403s in a row through
 // one exit are still the site's, and a block takes SuspectProof in a row, for forbidsMemory
-// (10 min) after the second lone 403. Then the rule of two is back.
+// (10 min) after the second lone 403. Then the rule of two is back. A single lone 403 (a ban
+// that ended just after its first answer looks the same) leaves the rule of two in force.
 func TestSuspectForbidsPaths(t *testing.T) {
+	s, m := time.Second, time.Minute
+	twice := slices.Concat(served(0, "e0", "e1", "e2"), lone403(3*s, "e3"), lone403(5*s, "e4"),
+		inRow(7*s, "e5", 3, judgedBlock),                                // the third in a row is the block
+		served(11*m, "e0", "e1"), inRow(11*m+2*s, "e2", 2, judgedBlock)) // no lone 403 for 11 min
 	p, clk := newSuspectPool(t, 6)
-	s := time.Second
-	runSuspect(t, p, clk, []suspectStep{
-		{at: 0, exit: "e0", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		{at: 1 * s, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		{at: 2 * s, exit: "e2", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		// Two lone 403s, each between two pages of its exit.
-		{at: 3 * s, exit: "e3", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 4 * s, exit: "e3", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		{at: 5 * s, exit: "e4", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 6 * s, exit: "e4", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		// Two in a row through e5: the site's still; the third is a block.
-		{at: 7 * s, exit: "e5", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 8 * s, exit: "e5", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 9 * s, exit: "e5", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
-		// 11 min on, no lone 403 since: two in a row are a block again.
-		{at: 11 * time.Minute, exit: "e0", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		{at: 11*time.Minute + 1*s, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		{at: 11*time.Minute + 2*s, exit: "e2", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 11*time.Minute + 3*s, exit: "e2", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
-	})
+	runSuspect(t, p, clk, twice)
+	once := slices.Concat(served(0, "e0", "e1"), lone403(2*s, "e3"), inRow(4*s, "e5", 2, judgedBlock))
+	p, clk = newSuspectPool(t, 6)
+	runSuspect(t, p, clk, once)
 }
 
-// TestSuspectOneLone403IsNotEnough: a single lone 403 (a ban that ended just after its first
-// answer looks the same) leaves the rule of two in force.
-func TestSuspectOneLone403IsNotEnough(t *testing.T) {
-	p, clk := newSuspectPool(t, 6)
-	s := time.Second
-	runSuspect(t, p, clk, []suspectStep{
-		{at: 0, exit: "e0", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		{at: 1 * s, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		{at: 2 * s, exit: "e3", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 3 * s, exit: "e3", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		{at: 4 * s, exit: "e5", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 5 * s, exit: "e5", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
-	})
+// served is a page through each of exits, a second apart from at.
+func served(at time.Duration, exits ...string) []suspectStep {
+	var steps []suspectStep
+	for i, e := range exits {
+		steps = append(steps, suspectStep{at: at + time.Duration(i)*time.Second, exit: e, v: pageVerdict, want: pageVerdict, pair: breaker.Closed})
+	}
+	return steps
+}
+
+// lone403 is a lone 403 through exit at at: a plain 403, the site's, then a page a second on.
+func lone403(at time.Duration, exit string) []suspectStep {
+	return []suspectStep{
+		{at: at, exit: exit, v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: at + time.Second, exit: exit, v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+	}
+}
+
+// inRow is n plain 403s through exit a second apart from at: the site's but the last, judged last.
+func inRow(at time.Duration, exit string, n int, last pool.Verdict) []suspectStep {
+	var steps []suspectStep
+	for i := range n {
+		st := suspectStep{at: at + time.Duration(i)*time.Second, exit: exit, v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed}
+		if i == n-1 {
+			st.want, st.pair = last, breaker.Open
+		}
+		steps = append(steps, st)
+	}
+	return steps
 }
