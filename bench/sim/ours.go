@@ -80,6 +80,7 @@ func (r *poolRouter) Route(w int, q Request) error {
 	if err != nil {
 		return err
 	}
+	lease.SetPath(q.Path()) // as package transport does for every attempt (the plain-403 judgement's evidence)
 	res, ok := r.env.Send(w, r.exit[lease.Exit().Label()], q)
 	if !ok {
 		lease.Release() // the run ended during the attempt: it has no outcome
