@@ -6,36 +6,8 @@ import (
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
-	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
-
-// pathStep is a suspectStep whose attempt asks for path (Lease.SetPath).
-type pathStep struct {
-	at   time.Duration
-	exit string
-	path string
-	v    pool.Verdict
-	want pool.Verdict
-	pair breaker.State
-}
-
-func runPathSteps(t *testing.T, p *pool.Pool, clk *clock.Fake, steps []pathStep) {
-	t.Helper()
-	for i, s := range steps {
-		clk.Set(syncT0.Add(s.at))
-		l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.example", Exit: s.exit})
-		if err != nil {
-			t.Fatalf("step %d: Pick(%s via %s) = %v", i, s.path, s.exit, err)
-		}
-		l.SetPath(s.path)
-		got := l.Report(s.v)
-		if got.Verdict != s.want || got.PairState != s.pair {
-			t.Errorf("step %d: Report(%s via %s, %+v) = %+v, pair %v; want %+v, pair %v",
-				i, s.path, s.exit, s.v, got.Verdict, got.PairState, s.want, s.pair)
-		}
-	}
-}
 
 // forbiddenProbe is how the pool counts a banned pair's probe answered with the site's own 403
 // for a path it refuses everyone: neutral.
@@ -44,7 +16,7 @@ var forbiddenProbe = pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassOrigin
 // banE4 is e4 banned on shop.example at 5 s (its 403 for "/", which e0…e2 were served), open for
 // 10 s; at 15–16 s the others are served "/" again and e3 is refused "/private/" (a path the site
 // forbids everyone).
-var banE4 = []pathStep{
+var banE4 = []suspectStep{
 	{at: 0, exit: "e0", path: "/", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 	{at: 1 * time.Second, exit: "e1", path: "/", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 	{at: 2 * time.Second, exit: "e2", path: "/", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
@@ -61,10 +33,10 @@ var banE4 = []pathStep{
 // again on the ban's cadence, and a ban that ended in the meantime went unseen).
 func TestBanProbeForForbiddenPathIsNeutral(t *testing.T) {
 	p, clk := newSuspectPool(t, 6)
-	runPathSteps(t, p, clk, append(banE4,
-		pathStep{at: 17 * time.Second, exit: "e4", path: "/private/", v: plain403Verdict, want: forbiddenProbe, pair: breaker.HalfOpen},
+	runSuspect(t, p, clk, append(banE4,
+		suspectStep{at: 17 * time.Second, exit: "e4", path: "/private/", v: plain403Verdict, want: forbiddenProbe, pair: breaker.HalfOpen},
 		// Probed again at once, for an ordinary page: the ban is over.
-		pathStep{at: 17*time.Second + time.Millisecond, exit: "e4", path: "/", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		suspectStep{at: 17*time.Second + time.Millisecond, exit: "e4", path: "/", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 	))
 }
 
@@ -74,8 +46,8 @@ func TestBanProbeForServedPathMeetsTheBan(t *testing.T) {
 	for _, path := range []string{"/", "/new-page"} {
 		t.Run(path, func(t *testing.T) {
 			p, clk := newSuspectPool(t, 6)
-			runPathSteps(t, p, clk, append(banE4,
-				pathStep{at: 17 * time.Second, exit: "e4", path: path, v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+			runSuspect(t, p, clk, append(banE4,
+				suspectStep{at: 17 * time.Second, exit: "e4", path: path, v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
 			))
 			clk.Set(syncT0.Add(17*time.Second + time.Millisecond))
 			if l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.example", Exit: "e4"}); err == nil {
