@@ -29,7 +29,7 @@ const (
 // documented bounds.
 func TestMemoryBounded(t *testing.T) {
 	addr := servertest.Redis(t)
-	m := newMember(t, addr, "a", memberConfig{exits: 200, real: true, limits: fleetLimits(ratelimit.PerSecond(1, 1000))})
+	m := newMember(t, addr, "a", memberConfig{exits: 200, real: true, limits: fleetLimits(ratelimit.PerSecond(1.0/60, 1000))})
 	m.waitHealthy(t)
 	ctx := context.Background()
 	used := func() int64 {
@@ -56,7 +56,8 @@ func TestMemoryBounded(t *testing.T) {
 		}
 	}
 	// A success through every exit: each leases a token of its fleet bucket, whose key lives a
-	// second (the bucket is full again a second later, at 1 token/s).
+	// minute (the bucket is full again a minute later, at 1 token/min): long enough to be measured
+	// on a loaded machine, where the checks below can take seconds.
 	for i := range 200 {
 		if l, err := m.p.Pick(ctx, pool.Request{Origin: "lease.example", Exit: fmt.Sprintf("x%d", i)}); err == nil {
 			l.Report(pool.Verdict{})

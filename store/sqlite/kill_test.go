@@ -220,8 +220,19 @@ func TestSIGKILLRestoresWithinBound(t *testing.T) {
 		cmd.Wait()
 		t.Fatal("the child never became ready")
 	}
-	// Let traffic flow while the pairs trip one after another, then kill the child mid-stream.
-	time.Sleep(36 * tripEvery) // traffic time, not a wait for a state change: trips go on past the kill
+	// Let traffic flow while the pairs trip one after another, then kill the child mid-stream:
+	// after 36 × tripEvery, and once at least 20 OPEN breakers were reported more than the bound
+	// before (a loaded machine trips fewer in that time; at most a minute more). Trips go on past
+	// the kill.
+	time.Sleep(36 * tripEvery)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(tripEvery) {
+		mu.Lock()
+		old := openBefore(seen, time.Now().Add(-bound-tripEvery))
+		mu.Unlock()
+		if old >= 20 {
+			break
+		}
+	}
 	killAt := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -300,4 +311,22 @@ func TestSIGKILLRestoresWithinBound(t *testing.T) {
 	}
 	t.Logf("killed after %d transitions: %d OPEN breakers older than %v all restored; %d younger, of which %d restored anyway",
 		len(seen), old, bound, recent, recentKept)
+}
+
+// openBefore counts the keys whose last reported transition, of those reported before t, is to
+// OPEN.
+func openBefore(seen []reported, t time.Time) int {
+	last := map[[3]string]string{}
+	for _, r := range seen {
+		if r.at.Before(t) {
+			last[[3]string{r.scope, r.exit, r.origin}] = r.state
+		}
+	}
+	n := 0
+	for k, st := range last {
+		if st == "open" && (k[0] == "pair" || k[0] == "exit") {
+			n++
+		}
+	}
+	return n
 }
