@@ -23,7 +23,8 @@ type OriginGuardSettings struct {
 	Share float64
 	// Window is how far back attempts count. Default 30 s.
 	Window time.Duration
-	// BaseCooldown and MaxCooldown bound the guard's OPEN windows. Defaults 10 s and 5 min.
+	// BaseCooldown and MaxCooldown bound the guard's OPEN windows. Defaults 10 s and 1 min (a
+	// probe is one attempt per origin: guardprobe.go).
 	BaseCooldown, MaxCooldown time.Duration
 }
 
@@ -33,7 +34,7 @@ const (
 	DefaultGuardShare        = 0.5
 	DefaultGuardWindow       = 30 * time.Second
 	DefaultGuardBaseCooldown = 10 * time.Second
-	DefaultGuardMaxCooldown  = 5 * time.Minute
+	DefaultGuardMaxCooldown  = time.Minute
 )
 
 // guardSlots is how many distinct exits per origin the guard remembers: enough to judge "most of
@@ -93,9 +94,13 @@ type originGuard struct {
 	cfg *guardConfig // first: the pick reads it and the breaker's word, in one cache line
 	b   breaker.Breaker
 
-	mu       sync.Mutex
-	recent   [guardSlots]guardEntry
-	failing  int // distinct failing exits when it last tripped
+	mu      sync.Mutex
+	recent  [guardSlots]guardEntry
+	failing uint16 // distinct failing exits when it last tripped (at most guardSlots)
+	// lone holds the minutes (loneMinute) of the origin's two latest lone 403s, newest first, 0
+	// for none (suspect.go: forbidsPaths); kept when recent is cleared. Packed beside failing, so
+	// that the guard keeps its size and the state its layout (layout_test.go).
+	lone     [2]uint16
 	lastSeen int64
 }
 
@@ -153,7 +158,7 @@ func (g *originGuard) admit(now time.Time, origin *string) (breaker.Permit, erro
 	g.mu.Lock()
 	failing := g.failing
 	g.mu.Unlock()
-	return pm, &OriginUnhealthyError{Origin: *origin, FailingExits: failing, RetryIn: max(retryAt.Sub(now), 0)}
+	return pm, &OriginUnhealthyError{Origin: *origin, FailingExits: int(failing), RetryIn: max(retryAt.Sub(now), 0)}
 }
 
 // observe feeds the guard one verdict for the origin through exit id, with the permit admit gave.
@@ -206,7 +211,7 @@ func (g *originGuard) observe(now time.Time, id uint32, v Verdict, pm breaker.Pe
 		tried, failing := g.tally(t - int64(g.cfg.Window))
 		trip = failing >= g.cfg.MinExits && float64(failing) > g.cfg.Share*float64(tried)
 		if trip {
-			g.failing = failing
+			g.failing = uint16(failing)
 			g.recent = [guardSlots]guardEntry{}
 		}
 	}
@@ -242,6 +247,9 @@ func (g *originGuard) record(id uint32, t int64, failed, suspect bool, path uint
 	if e == nil {
 		e = &g.recent[oldest]
 		*e = guardEntry{exit: id + 1}
+	}
+	if !suspect && !failed && e.streak == 1 && t-e.at <= int64(g.cfg.Window) {
+		g.lone[0], g.lone[1] = loneMinute(t), g.lone[0] // one 403 between two served answers (suspect.go)
 	}
 	e.at, e.failed = t, failed
 	switch {

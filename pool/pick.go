@@ -159,7 +159,11 @@ func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, 
 					avoid = avoidingPin(memo, old.exit) // re-pinning: another IP while one is ready
 				}
 			}
-			c = p.choose(now, o, avoid, view, p.failsFast(r))
+			if originPm.Probe() {
+				c = p.chooseForGuardProbe(now, o, avoid, view, p.failsFast(r)) // a sound exit (guardprobe.go)
+			} else {
+				c = p.choose(now, o, avoid, view, p.failsFast(r))
+			}
 			es, id = c.exit, c.id
 			if es != nil && session != "" {
 				if es = p.repin(now, set, session, originKey, &st, es); es == nil {

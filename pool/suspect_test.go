@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -86,18 +87,22 @@ func TestSuspectEvidence(t *testing.T) {
 		{at: 2 * time.Second, exit: "e2", v: notFoundVerdict, want: notFoundVerdict, pair: breaker.Closed},
 		// e0 and e2 served, e1's 403 and this one are 2 of 4 tried: half, the site's answer.
 		{at: 3 * time.Second, exit: "e3", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 4 * time.Second, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
-		{at: 5 * time.Second, exit: "e3", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		// e1 and e3 served again, past the guard's window after their 403s (within it, a 403
+		// between two pages is a lone one: TestSuspectForbidsPaths), and e0 and e2 again.
+		{at: 34 * time.Second, exit: "e1", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 35 * time.Second, exit: "e3", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 35 * time.Second, exit: "e0", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+		{at: 35 * time.Second, exit: "e2", v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
 		// e0…e3 served: e4's first 403 is 1 of 5 tried, but one 403 may be a forbidden page.
-		{at: 6 * time.Second, exit: "e4", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 36 * time.Second, exit: "e4", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
 		// Its second in a row, still 1 of 5: a block.
-		{at: 7 * time.Second, exit: "e4", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+		{at: 37 * time.Second, exit: "e4", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
 		// e5's two 403s: with e4's, 2 of 6, still fewer than half.
-		{at: 8 * time.Second, exit: "e5", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 9 * time.Second, exit: "e5", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
+		{at: 38 * time.Second, exit: "e5", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 39 * time.Second, exit: "e5", v: plain403Verdict, want: judgedBlock, pair: breaker.Open},
 		// The same exits on another origin that has served nobody: the site's answer there.
-		{at: 10 * time.Second, exit: "e0", origin: "other.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
-		{at: 11 * time.Second, exit: "e0", origin: "other.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 40 * time.Second, exit: "e0", origin: "other.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: 41 * time.Second, exit: "e0", origin: "other.example", v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
 	})
 	// 403s are the origin answering, as they always were: the guard is not tripped by them.
 	for _, o := range p.Snapshot().Origins {
@@ -299,4 +304,51 @@ func TestOriginGuardSettingsPerOrigin(t *testing.T) {
 	if g := guards["sturdy.example"]; g.State != breaker.Closed {
 		t.Errorf("guard of sturdy.example after 2 failing exits = %v, want closed (3 exits by default)", g.State)
 	}
+}
+
+// TestSuspectForbidsPaths: an origin that twice answered an exit a lone 403 — one between two
+// pages it served that exit — forbids some paths to everyone: there two 403s in a row through
+// one exit are still the site's, and a block takes SuspectProof in a row, for forbidsMemory
+// (10 min) after the second lone 403. Then the rule of two is back. A single lone 403 (a ban
+// that ended just after its first answer looks the same) leaves the rule of two in force.
+func TestSuspectForbidsPaths(t *testing.T) {
+	s, m := time.Second, time.Minute
+	twice := slices.Concat(served(0, "e0", "e1", "e2"), lone403(3*s, "e3"), lone403(5*s, "e4"),
+		inRow(7*s, "e5", 3, judgedBlock),                                // the third in a row is the block
+		served(11*m, "e0", "e1"), inRow(11*m+2*s, "e2", 2, judgedBlock)) // no lone 403 for 11 min
+	p, clk := newSuspectPool(t, 6)
+	runSuspect(t, p, clk, twice)
+	once := slices.Concat(served(0, "e0", "e1"), lone403(2*s, "e3"), inRow(4*s, "e5", 2, judgedBlock))
+	p, clk = newSuspectPool(t, 6)
+	runSuspect(t, p, clk, once)
+}
+
+// served is a page through each of exits, a second apart from at.
+func served(at time.Duration, exits ...string) []suspectStep {
+	var steps []suspectStep
+	for i, e := range exits {
+		steps = append(steps, suspectStep{at: at + time.Duration(i)*time.Second, exit: e, v: pageVerdict, want: pageVerdict, pair: breaker.Closed})
+	}
+	return steps
+}
+
+// lone403 is a lone 403 through exit at at: a plain 403, the site's, then a page a second on.
+func lone403(at time.Duration, exit string) []suspectStep {
+	return []suspectStep{
+		{at: at, exit: exit, v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed},
+		{at: at + time.Second, exit: exit, v: pageVerdict, want: pageVerdict, pair: breaker.Closed},
+	}
+}
+
+// inRow is n plain 403s through exit a second apart from at: the site's but the last, judged last.
+func inRow(at time.Duration, exit string, n int, last pool.Verdict) []suspectStep {
+	var steps []suspectStep
+	for i := range n {
+		st := suspectStep{at: at + time.Duration(i)*time.Second, exit: exit, v: plain403Verdict, want: plain403Verdict, pair: breaker.Closed}
+		if i == n-1 {
+			st.want, st.pair = last, breaker.Open
+		}
+		steps = append(steps, st)
+	}
+	return steps
 }
