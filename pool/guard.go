@@ -114,6 +114,9 @@ type guardEntry struct {
 	// served is the PathOf the exit's latest served answer (0: none known), kept through
 	// the Suspect answers after it.
 	served uint16
+	// refused is the PathOf the exit's latest Suspect answer (0: none known); it counts while
+	// that answer is the exit's latest (streak > 0).
+	refused uint16
 }
 
 // suspect reports whether the exit's latest answer was a Suspect one.
@@ -255,8 +258,11 @@ func (g *originGuard) record(id uint32, t int64, failed, suspect bool, path uint
 		if !failed && path != 0 {
 			e.served = path
 		}
-	case e.streak < 255:
-		e.streak++
+	default:
+		e.refused = path
+		if e.streak < 255 {
+			e.streak++
+		}
 	}
 }
 

@@ -158,9 +158,12 @@ type offenceStats struct {
 // The origin hardens once at least hardenMinRepeats of its repeat bans have been measured, and
 // on average they lasted at least hardenRatio times its first bans (a WAF that doubles each
 // repeat ban of an IP shows 2–3×; one that does not, 1× give or take its bans' spread). The means
-// weigh the newest of hardenSamples bans or more 1/hardenSamples.
+// weigh the newest of hardenSamples bans or more 1/hardenSamples. Four repeat bans were too few:
+// heavy-tailed ban lengths made an origin that does not harden look so by chance (round-2 world,
+// seed 2), and a repeat offender's stretched probes skipped two short gaps between its bans
+// (docs/decisions.md).
 const (
-	hardenMinRepeats = 4
+	hardenMinRepeats = 8
 	hardenSamples    = 8
 	hardenRatio      = 1.5
 )

@@ -66,7 +66,11 @@ func TestRepeatOffenderIsProbedOnALongerLadder(t *testing.T) {
 		{40 * time.Minute, 40 * time.Minute, 20 * time.Second},                     // repeats, 8× as long, while the origin
 		{40 * time.Minute, 40 * time.Minute, 20 * time.Second},                     // is not yet seen to harden
 		{40 * time.Minute, 40 * time.Minute, 20 * time.Second},                     //
-		{40 * time.Minute, 40 * time.Minute, 20 * time.Second},                     // the fourth: now it is
+		{40 * time.Minute, 40 * time.Minute, 20 * time.Second},                     //
+		{40 * time.Minute, 40 * time.Minute, 20 * time.Second},                     //
+		{40 * time.Minute, 40 * time.Minute, 20 * time.Second},                     //
+		{40 * time.Minute, 40 * time.Minute, 20 * time.Second},                     //
+		{40 * time.Minute, 40 * time.Minute, 20 * time.Second},                     // the eighth: now it is
 		{40 * time.Minute, 40 * time.Minute, 160 * time.Second},                    // three bans remembered: 2³
 		{pool.OffenceDecay + 40*time.Minute, 40 * time.Minute, 80 * time.Second},   // one forgotten
 		{2*pool.OffenceDecay + 40*time.Minute, 40 * time.Minute, 40 * time.Second}, // two forgotten
@@ -84,8 +88,8 @@ func TestRepeatOffenderIsProbedOnALongerLadder(t *testing.T) {
 		probes = append(probes, n)
 	}
 	t.Logf("probes into each ban: %v", probes)
-	if probes[5] >= probes[4] || probes[6] >= probes[4] {
-		t.Errorf("probes into 40-min bans: %v; want fewer for a stretched one (5, 6) than for one that is not (4)", probes)
+	if probes[9] >= probes[8] || probes[10] >= probes[8] {
+		t.Errorf("probes into 40-min bans: %v; want fewer for a stretched one (9, 10) than for one that is not (8)", probes)
 	}
 	clk.Advance(3*pool.OffenceDecay + time.Minute) // all forgotten
 	p.Sweep(clk.Now())

@@ -36,7 +36,7 @@ func TestServedPathIsEvidence(t *testing.T) {
 		{0, PathOf("/forbidden"), false}, // nobody was served it
 		{0, 0, false},                    // no path known: the old rule, and nobody is being served
 	} {
-		if got := g.evidenceOfBlock(at, c.id, false, c.path); got != c.want {
+		if got, _ := g.evidenceOfBlock(at, c.id, false, c.path); got != c.want {
 			t.Errorf("evidenceOfBlock(exit %d, path %d) = %v, want %v", c.id, c.path, got, c.want)
 		}
 	}

@@ -23,7 +23,10 @@ const (
 	// whose answers come minutes apart. A Suspect answer for a path (Lease.SetPath) the
 	// origin served, within the Window, to this exit or to SuspectMinServed other exits is a block
 	// too, whatever the other exits get now: the site does not forbid that path to everyone, and in
-	// a wave of bans, while every exit is refused, the rule above sees none served. Otherwise it is
+	// a wave of bans, while every exit is refused, the rule above sees none served. A probe of a
+	// banned pair whose 403 is for a path no exit was served within the Window while another was
+	// refused it (the site's answer for a path it forbids everyone) says nothing of the ban: it is
+	// Neutral, and the pair is probed again at its origin's next pick. Otherwise it is
 	// the site's answer (the Success it came as): one 403 through an exit that was being served is
 	// as likely a page the site forbids everyone as a ban.
 	SuspectEvidence
@@ -80,8 +83,16 @@ func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict, path uint16) Ve
 	default:
 		// A probe of a pair that is out for a ban meets the ban going on: it follows the answers
 		// that tripped the pair. A slow pair's trickle counts as one too (pace.go).
-		banned := t.probingBan() || t.trickled(now)
-		if !g.evidenceOfBlock(now, t.id, banned, path) {
+		probe := t.probingBan()
+		block, forbidden := g.evidenceOfBlock(now, t.id, probe || t.trickled(now), path)
+		if probe && forbidden {
+			// The site's answer for a path it refuses everyone says nothing of the ban: the probe
+			// is neutral, and its slot free again at once (probeBack), so the pair is probed again
+			// at its origin's next pick instead of parked on the ban's cadence.
+			v.Outcome = Neutral
+			return v
+		}
+		if !block {
 			return v
 		}
 	}
@@ -93,11 +104,12 @@ func (p *Pool) judgeSuspect(now time.Time, t *ticket, v Verdict, path uint16) Ve
 // exits while refusing exit id (see SuspectEvidence); banned says the answer follows a ban of the
 // pair; path is the PathOf the answer's request (0: unknown). Exit id's own entry is replaced by the answer being
 // judged: it counts as one exit tried, and as one Suspect answer, after the ones in a row its
-// entry counted.
-func (g *originGuard) evidenceOfBlock(now time.Time, id uint32, banned bool, path uint16) bool {
+// entry counted. It also reports whether path looks forbidden to everyone: known, served to no
+// exit within the Window, and refused (a Suspect answer, the latest through that exit) to another.
+func (g *originGuard) evidenceOfBlock(now time.Time, id uint32, banned bool, path uint16) (block, forbidden bool) {
 	since := now.UnixNano() - int64(g.cfg.Window)
 	tried, suspect, served, inRow := 1, 1, 0, 1
-	ownPath, pathServed := false, 0 // the path was served to this exit, to how many others
+	ownPath, pathServed, pathRefused := false, 0, 0 // the path was served to this exit; to, refused to how many others
 	g.mu.Lock()
 	for _, e := range g.recent {
 		if e.exit == 0 || e.at <= since {
@@ -115,6 +127,9 @@ func (g *originGuard) evidenceOfBlock(now time.Time, id uint32, banned bool, pat
 		switch {
 		case e.suspect():
 			suspect++
+			if path != 0 && e.refused == path {
+				pathRefused++
+			}
 		case !e.failed:
 			served++
 		}
@@ -125,10 +140,11 @@ func (g *originGuard) evidenceOfBlock(now time.Time, id uint32, banned bool, pat
 		inRow = max(inRow, 2)
 	}
 	if ownPath || pathServed >= SuspectMinServed {
-		return true // the site serves this path: not one it forbids everyone
+		return true, false // the site serves this path: not one it forbids everyone
 	}
+	forbidden = pathServed == 0 && pathRefused > 0
 	two := inRow >= 2 && 2*suspect < tried && (banned || !forbids)
-	return served >= SuspectMinServed && (inRow >= SuspectProof || two)
+	return served >= SuspectMinServed && (inRow >= SuspectProof || two), forbidden
 }
 
 // forbidsPaths reports whether the origin showed, twice within forbidsMemory of t (UnixNano), a

@@ -47,6 +47,7 @@ type suspectStep struct {
 	at     time.Duration
 	exit   string
 	origin string // "shop.example" when empty
+	path   string // the request's path (Lease.SetPath), unknown when empty
 	v      pool.Verdict
 	want   pool.Verdict
 	pair   breaker.State
@@ -63,10 +64,13 @@ func runSuspect(t *testing.T, p *pool.Pool, clk *clock.Fake, steps []suspectStep
 		if err != nil {
 			t.Fatalf("step %d: Pick(%s via %s) = %v", i, s.origin, s.exit, err)
 		}
+		if s.path != "" {
+			l.SetPath(s.path)
+		}
 		got := l.Report(s.v)
 		if got.Verdict != s.want || got.PairState != s.pair {
-			t.Errorf("step %d: Report(%s via %s, %+v) = %+v, pair %v; want %+v, pair %v",
-				i, s.origin, s.exit, s.v, got.Verdict, got.PairState, s.want, s.pair)
+			t.Errorf("step %d: Report(%s%s via %s, %+v) = %+v, pair %v; want %+v, pair %v",
+				i, s.origin, s.path, s.exit, s.v, got.Verdict, got.PairState, s.want, s.pair)
 		}
 	}
 }

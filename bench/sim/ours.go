@@ -68,6 +68,20 @@ type poolRouter struct {
 	p       *pool.Pool
 	exit    map[string]int // exit index by label
 	origins []string       // origin key by index
+	pages   uint64         // ordinary pages asked for so far (path)
+}
+
+// path is the path q asks for, as the lease is told it: the origin's forbidden path (every such
+// request asks for the same one), else a page of its own — a crawl asks for each URL once, so a
+// 403 for an ordinary page is never for a path the site served others moments before, and the
+// served-path evidence (pool.SuspectEvidence) is not credited with what a crawl would not give it.
+// Workers run one at a time (sched), so the count needs no lock.
+func (r *poolRouter) path(q Request) string {
+	if q.Forbidden {
+		return q.Path()
+	}
+	r.pages++
+	return "/p/" + strconv.FormatUint(r.pages, 10)
 }
 
 // Route picks an exit at the clock's now, plays the attempt, and reports its verdict when the
@@ -80,6 +94,7 @@ func (r *poolRouter) Route(w int, q Request) error {
 	if err != nil {
 		return err
 	}
+	lease.SetPath(r.path(q)) // as package transport does for every attempt (the plain-403 judgement's evidence)
 	res, ok := r.env.Send(w, r.exit[lease.Exit().Label()], q)
 	if !ok {
 		lease.Release() // the run ended during the attempt: it has no outcome
