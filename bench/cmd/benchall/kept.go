@@ -5,10 +5,11 @@ import (
 	"strings"
 )
 
-// keptHeadings start the sections of RESULTS.md whose figures come from benchmarks benchall does
-// not run — BenchmarkFleetScale (against a Redis Cluster) and BenchmarkPickWant, both in the main
-// module: benchall keeps those sections as it finds them, at the end of the file.
-var keptHeadings = []string{"## Fleet at scale", "## Pick with a Want"}
+// keptHeadings start the sections of RESULTS.md whose figures come from runs benchall does not
+// repeat — BenchmarkFleetScale (against a Redis Cluster) and BenchmarkPickWant, both in the main
+// module, and the round-3 seeds held out until the round's end, run once: benchall keeps those
+// sections as it finds them, at the end of the file.
+var keptHeadings = []string{"## Fleet at scale", "## Pick with a Want", "## Round 3, held-out seeds"}
 
 // keptSections returns the kept sections of text, each from its heading to the next section or
 // the end, in the order of keptHeadings; "" if it has none.
