@@ -25,25 +25,22 @@ type originTable struct {
 }
 
 // lookup returns the live state for key, or nil if the table holds none.
-func (t *originTable) lookup(key string) *originState {
-	if o := t.published(key); o != nil {
-		return o
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.missed()
-	return t.all[key]
-}
+func (t *originTable) lookup(key string) *originState { return t.find(key, nil) }
 
 // get returns the live state for key, made by newState and added if the table holds none.
 func (t *originTable) get(key string, newState func() *originState) *originState {
+	return t.find(key, newState)
+}
+
+// find is lookup, and get when newState is not nil.
+func (t *originTable) find(key string, newState func() *originState) *originState {
 	if o := t.published(key); o != nil {
 		return o
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	o := t.all[key]
-	if o == nil {
+	if o == nil && newState != nil {
 		o = newState()
 		if t.all == nil {
 			t.all = map[string]*originState{}
