@@ -4,10 +4,27 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 )
+
+// WantTier is the one key a Want may name that is no attribute: the exit's tier (Exit.Tier), a
+// decimal integer. "tier=1" wants exits of tier 1 only; "tier=0,1" either. The tier's place in the
+// pick is kept: among the matching exits, lower tiers are preferred as among all.
+const WantTier = "tier"
+
+// checkWantMatch validates one value a Want asks of key: an attribute's (attrs.go), or a tier.
+func checkWantMatch(key, value string) error {
+	if key != WantTier {
+		return checkAttr(key, value)
+	}
+	if _, err := strconv.Atoi(value); err != nil || value == "" || len(value) > 9 {
+		return fmt.Errorf("tier %q: want a decimal integer", value)
+	}
+	return nil
+}
 
 // Want is what a request needs of its exit: attributes that must match (attrs.go). Build it once
 // (ParseWant, NewWant) and reuse it: equal Wants are one value (interned), and the pool indexes
@@ -97,15 +114,12 @@ func NewWant(ms ...Match) (*Want, error) {
 	}
 	norm := make([]Match, 0, len(ms))
 	for _, m := range ms {
-		if err := checkAttrKey(m.Key); err != nil {
-			return nil, fmt.Errorf("pool: want: %w", err)
-		}
 		if len(m.Values) == 0 {
 			return nil, fmt.Errorf("pool: want: attribute %s: no value", m.Key)
 		}
 		vs := make([]string, 0, len(m.Values))
 		for _, v := range m.Values {
-			if err := checkAttr(m.Key, v); err != nil {
+			if err := checkWantMatch(m.Key, v); err != nil {
 				return nil, fmt.Errorf("pool: want: %w", err)
 			}
 			vs = append(vs, strings.ToLower(v))
@@ -158,6 +172,9 @@ func (w *Want) Admits(e *Exit) bool {
 	}
 	for _, m := range w.matches {
 		v, ok := e.Attr(m.Key)
+		if m.Key == WantTier {
+			v, ok = strconv.Itoa(e.tier), true
+		}
 		if !ok || !slices.ContainsFunc(m.Values, func(x string) bool { return strings.EqualFold(x, v) }) {
 			return false
 		}

@@ -234,3 +234,36 @@ func TestWantPickAllocatesNothing(t *testing.T) {
 		t.Errorf("a pick with a Want allocated %.1f times, want 0", a)
 	}
 }
+
+// TestWantTier: "tier=N" (WantTier) wants exits of that tier, which is no attribute; a tier that
+// is not a number is an error.
+func TestWantTier(t *testing.T) {
+	exits := []*pool.Exit{
+		pool.MustParseExit("10.9.0.1:3128").WithLabel("t0"),
+		pool.MustParseExit("10.9.0.2:3128").WithLabel("t1a").WithTier(1),
+		pool.MustParseExit("10.9.0.3:3128").WithLabel("t1b").WithTier(1),
+	}
+	p, err := pool.New(pool.WithExits(exits...), pool.WithSeed(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := pool.MustParseWant("tier=1")
+	seen := map[string]bool{}
+	for range 50 {
+		l, err := p.Pick(context.Background(), pool.Request{Origin: "a.test", Want: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[l.Exit().Label()] = true
+		l.Release()
+	}
+	if len(seen) != 2 || !seen["t1a"] || !seen["t1b"] {
+		t.Errorf("Want tier=1 picked %v, want exactly t1a and t1b", seen)
+	}
+	if _, err := p.Pick(context.Background(), pool.Request{Origin: "a.test", Want: pool.MustParseWant("tier=7")}); !errors.Is(err, pool.ErrNoMatchingExit) {
+		t.Errorf("Want tier=7: %v, want ErrNoMatchingExit", err)
+	}
+	if _, err := pool.ParseWant("tier=x"); err == nil || !strings.Contains(err.Error(), "want a decimal integer") {
+		t.Errorf(`ParseWant("tier=x") = %v, want an error naming a decimal integer`, err)
+	}
+}
