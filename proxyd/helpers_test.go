@@ -3,6 +3,7 @@ package proxyd
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
@@ -31,6 +32,8 @@ type exitSpec struct {
 	label string
 	attrs string // "country=us tier=1"
 	cfg   proxytest.Config
+	// wrongPass lists the exit with a wrong password for the proxy's credentials.
+	wrongPass bool
 }
 
 // newWorld starts a proxy per spec, a pool over them and a daemon serving one listener with
@@ -52,7 +55,11 @@ func newWorld(t *testing.T, cfg Config, profile string, specs ...exitSpec) *worl
 		}
 		t.Cleanup(func() { p.Close() })
 		w.proxies[sp.label] = p
-		lines = append(lines, p.URL().String()+" label="+sp.label+" "+sp.attrs)
+		u := p.URL()
+		if sp.wrongPass {
+			u = p.URLWithCredentials(pc.User, "wrong")
+		}
+		lines = append(lines, u.String()+" label="+sp.label+" "+sp.attrs)
 	}
 	exits, err := pool.ReadExits(strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil {
@@ -201,4 +208,9 @@ func (s *Server) verdictCount(outcome, class string) int64 {
 		}
 	}
 	return n
+}
+
+// basic returns user:pass in Basic encoding.
+func basic(user, pass string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
 }

@@ -177,7 +177,7 @@ func (t *tunnel) run(client net.Conn, br *bufio.Reader) {
 }
 
 // fromClient copies the client's bytes to the exit; at the client's end of stream it half-closes
-// the exit's side, on an error it closes the tunnel.
+// the exit's side (the answer may still come), on an error it closes the tunnel.
 func (t *tunnel) fromClient(br *bufio.Reader) {
 	buf := make([]byte, tunnelBuffer)
 	for {
@@ -226,11 +226,9 @@ func (t *tunnel) fromExit(client net.Conn) {
 			if first {
 				t.endedSilent(err)
 			}
-			if cw, ok := client.(interface{ CloseWrite() error }); ok && errors.Is(err, io.EOF) {
-				cw.CloseWrite()
-			} else {
-				t.closeBoth()
-			}
+			// The origin's side ended: what it sent is written, and the tunnel is done (a client
+			// that half-closed first has had its answer; one that did not would only wait).
+			t.closeBoth()
 			return
 		}
 	}

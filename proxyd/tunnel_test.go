@@ -1,0 +1,203 @@
+package proxyd
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
+)
+
+// rawOrigin is a TCP origin on 127.0.0.1 that serves each connection with serve.
+func rawOrigin(t *testing.T, serve func(c *net.TCPConn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				go func() { <-done; c.Close() }()
+				serve(c.(*net.TCPConn))
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// echo answers every byte with itself.
+func echo(c *net.TCPConn) { io.Copy(c, c) }
+
+// resetAfterFirstBytes reads the client's first bytes and resets the connection.
+func resetAfterFirstBytes(c *net.TCPConn) {
+	c.Read(make([]byte, 64))
+	c.SetLinger(0)
+	c.Close()
+}
+
+// silent reads and never answers.
+func silent(c *net.TCPConn) { io.Copy(io.Discard, c) }
+
+// tlsAlert answers the first bytes with a fatal handshake_failure alert record and closes.
+func tlsAlert(c *net.TCPConn) {
+	c.Read(make([]byte, 64))
+	c.Write([]byte{tlsAlertRecord, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28})
+}
+
+// connect opens a CONNECT tunnel to target on a raw connection to the daemon and returns the
+// reply and the connection.
+func (w *world) connect(target string) (*http.Response, net.Conn, *bufio.Reader) {
+	w.t.Helper()
+	c := w.dialDaemon()
+	io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		w.t.Fatalf("CONNECT %s: %v", target, err)
+	}
+	return resp, c, br
+}
+
+// closedByDaemon reports whether reading c ends (EOF or reset) within a bound: the daemon closed
+// the tunnel.
+func closedByDaemon(c net.Conn, br *bufio.Reader) bool {
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := io.Copy(io.Discard, br)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestTunnelJudgement: each thing a tunnel shows of its origin becomes its verdict — bytes back
+// (success), a reset after the client's first bytes (connection), a TLS alert answering a
+// ClientHello (tls), no byte back within FirstByteTimeout (timeout, and the tunnel is closed).
+func TestTunnelJudgement(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true, FirstByteTimeout: 300 * time.Millisecond}, "", exitSpec{label: "a"})
+	for _, c := range []struct {
+		name          string
+		serve         func(*net.TCPConn)
+		first         []byte
+		outcome, cls  string
+		daemonCloses  bool
+		stalledBefore int64
+	}{
+		{"echo", echo, []byte("ping"), "success", "ok", false, 0},
+		{"reset", resetAfterFirstBytes, []byte("ping"), "transient", "connection", true, 0},
+		{"alert", tlsAlert, []byte{tlsHandshakeRecord, 3, 1, 0, 5, 1, 2, 3, 4, 5}, "transient", "tls", true, 0},
+		{"stall", silent, []byte("ping"), "transient", "timeout", true, 1},
+	} {
+		target := rawOrigin(t, c.serve)
+		resp, conn, br := w.connect(target)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: CONNECT = %d, want 200", c.name, resp.StatusCode)
+		}
+		conn.Write(c.first)
+		if c.daemonCloses {
+			if !closedByDaemon(conn, br) {
+				t.Errorf("%s: the tunnel stayed open, want it closed", c.name)
+			}
+		} else {
+			got := make([]byte, len(c.first))
+			if _, err := io.ReadFull(br, got); err != nil || string(got) != string(c.first) {
+				t.Errorf("%s: echo = %q, %v", c.name, got, err)
+			}
+			conn.Close()
+		}
+		waitFor(t, c.name+" judged", func() bool { return w.s.verdictCount(c.outcome, c.cls) == 1 })
+		if got := w.s.Stats().TunnelsStalled; got != c.stalledBefore {
+			t.Errorf("%s: tunnels stalled = %d, want %d", c.name, got, c.stalledBefore)
+		}
+	}
+	waitFor(t, "the tunnels to end", func() bool { return w.s.tunnels.len() == 0 })
+}
+
+// TestTunnelSetupFailures: an exit that refuses the CONNECT (407: its credentials) or cannot be
+// dialled is judged by the transport's classifier and parked for every origin; the client gets a
+// 502 whose Proxy-Status names the exit and the error.
+func TestTunnelSetupFailures(t *testing.T) {
+	closed, err := proxytest.ClosedAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, Config{AllowPrivate: true}, "", exitSpec{label: "auth", cfg: proxytest.Config{User: "u", Pass: "p"}, wrongPass: true})
+	if err := w.s.pool.Add(pool.MustParseExit("http://" + closed).WithLabel("down")); err != nil {
+		t.Fatal(err)
+	}
+	target := rawOrigin(t, echo)
+	for _, c := range []struct {
+		exit, want string
+	}{
+		{"auth", `proxybreakerd; error=http_request_error; next-hop="auth"; received-status=407; details="tunnel to ` + target + ` via auth: permanent exit proxy_auth"`},
+		{"down", `proxybreakerd; error=connection_refused; next-hop="down"; details="tunnel to ` + target + ` via down: permanent exit proxy_refused"`},
+	} {
+		c2 := w.dialDaemon()
+		io.WriteString(c2, "CONNECT "+target+" HTTP/1.1\r\nProxy-Authorization: Basic "+basic("me-exit-"+c.exit, "")+"\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c2), &http.Request{Method: http.MethodConnect})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 502 || resp.Header.Get("Proxy-Status") != c.want {
+			t.Errorf("CONNECT via %s = %d %q, want 502 %q", c.exit, resp.StatusCode, resp.Header.Get("Proxy-Status"), c.want)
+		}
+	}
+	for _, e := range w.s.pool.Snapshot().Exits {
+		if e.Breaker.State != breaker.Open {
+			t.Errorf("exit %s is %v after its failed CONNECT, want OPEN (parked)", e.Exit, e.Breaker.State)
+		}
+	}
+}
+
+// TestTunnelsCloseWhenTheirPairOpens: a live tunnel is closed when its (exit, origin) pair opens —
+// here by an operator's ban — so that the client's next connection is picked anew; a tunnel to
+// another origin through the same exit stays open.
+func TestTunnelsCloseWhenTheirPairOpens(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true}, "", exitSpec{label: "a"})
+	banned, kept := rawOrigin(t, echo), rawOrigin(t, echo)
+	var conns []net.Conn
+	var readers []*bufio.Reader
+	for _, target := range []string{banned, kept} {
+		_, c, br := w.connect(target)
+		c.Write([]byte("hi"))
+		if _, err := io.ReadFull(br, make([]byte, 2)); err != nil {
+			t.Fatal(err)
+		}
+		conns, readers = append(conns, c), append(readers, br)
+	}
+	if err := w.s.pool.Ban("a", w.s.OriginOf(banned), time.Minute, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if !closedByDaemon(conns[0], readers[0]) {
+		t.Fatal("the tunnel on the banned pair stayed open")
+	}
+	if got := w.s.Stats().TunnelsKilled; got != 1 {
+		t.Errorf("tunnels killed = %d, want 1", got)
+	}
+	conns[1].Write([]byte("still"))
+	if b := make([]byte, 5); func() error { _, err := io.ReadFull(readers[1], b); return err }() != nil || string(b) != "still" {
+		t.Errorf("the tunnel to the other origin died, want it open")
+	}
+	// The exit's own breaker opening closes its tunnels on every origin.
+	if err := w.s.pool.Ban("a", "", time.Minute, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if !closedByDaemon(conns[1], readers[1]) {
+		t.Error("the tunnel on the banned exit stayed open")
+	}
+	if !strings.Contains(w.s.pool.Snapshot().Exits[0].Breaker.LastFailure, "test") {
+		t.Errorf("exit ban reason = %q", w.s.pool.Snapshot().Exits[0].Breaker.LastFailure)
+	}
+}
