@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"io"
+	"log/slog"
+	"sync"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -213,4 +215,26 @@ func (s *Server) verdictCount(outcome, class string) int64 {
 // basic returns user:pass in Basic encoding.
 func basic(user, pass string) string {
 	return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+}
+
+// syncBuilder is a strings.Builder safe for concurrent writes.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// testLogger logs everything, debug included, as text; logged returns what it logged so far.
+func testLogger() (l *slog.Logger, logged func() string) {
+	sb := &syncBuilder{b: &strings.Builder{}}
+	return slog.New(slog.NewTextHandler(sb, &slog.HandlerOptions{Level: slog.LevelDebug})), func() string {
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		return sb.b.String()
+	}
 }
