@@ -6,12 +6,12 @@ import (
 	"encoding/base64"
 	"io"
 	"log/slog"
-	"sync"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
