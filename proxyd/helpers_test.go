@@ -1,6 +1,7 @@
 package proxyd
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/pool"
+	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // world is a daemon on 127.0.0.1 over a pool of in-process exits, with the proxies' registry so
@@ -41,6 +43,12 @@ type exitSpec struct {
 // newWorld starts a proxy per spec, a pool over them and a daemon serving one listener with
 // profile. cfg.AllowPrivate is set unless the test says otherwise with noPrivate.
 func newWorld(t *testing.T, cfg Config, profile string, specs ...exitSpec) *world {
+	t.Helper()
+	return newWorldWith(t, cfg, profile, nil, specs...)
+}
+
+// newWorldWith is newWorld with options for the server's transport.
+func newWorldWith(t *testing.T, cfg Config, profile string, topts []transport.Option, specs ...exitSpec) *world {
 	t.Helper()
 	w := &world{t: t, reg: &proxytest.Registry{}, proxies: map[string]*proxytest.Proxy{}}
 	var lines []string
@@ -71,15 +79,15 @@ func newWorld(t *testing.T, cfg Config, profile string, specs ...exitSpec) *worl
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.s = w.serve(p, cfg, profile)
+	w.s = w.serve(p, cfg, profile, topts...)
 	return w
 }
 
 // serve starts a Server over p on a loopback listener, shut down when the test ends.
-func (w *world) serve(p *pool.Pool, cfg Config, profile string) *Server {
+func (w *world) serve(p *pool.Pool, cfg Config, profile string, topts ...transport.Option) *Server {
 	t := w.t
 	t.Helper()
-	s, err := New(p, cfg)
+	s, err := New(p, cfg, topts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,3 +246,5 @@ func testLogger() (l *slog.Logger, logged func() string) {
 		return sb.b.String()
 	}
 }
+
+func newReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }
