@@ -168,7 +168,6 @@ func (s *Server) Report(ctx context.Context, r Report) (ReportResult, error) {
 	return res, nil
 }
 
-
 // serveReport is POST /api/report.
 func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
