@@ -1,20 +1,24 @@
 package proxyd
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/pool"
+	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // world is a daemon on 127.0.0.1 over a pool of in-process exits, with the proxies' registry so
@@ -39,6 +43,12 @@ type exitSpec struct {
 // newWorld starts a proxy per spec, a pool over them and a daemon serving one listener with
 // profile. cfg.AllowPrivate is set unless the test says otherwise with noPrivate.
 func newWorld(t *testing.T, cfg Config, profile string, specs ...exitSpec) *world {
+	t.Helper()
+	return newWorldWith(t, cfg, profile, nil, specs...)
+}
+
+// newWorldWith is newWorld with options for the server's transport.
+func newWorldWith(t *testing.T, cfg Config, profile string, topts []transport.Option, specs ...exitSpec) *world {
 	t.Helper()
 	w := &world{t: t, reg: &proxytest.Registry{}, proxies: map[string]*proxytest.Proxy{}}
 	var lines []string
@@ -69,15 +79,15 @@ func newWorld(t *testing.T, cfg Config, profile string, specs ...exitSpec) *worl
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.s = w.serve(p, cfg, profile)
+	w.s = w.serve(p, cfg, profile, topts...)
 	return w
 }
 
 // serve starts a Server over p on a loopback listener, shut down when the test ends.
-func (w *world) serve(p *pool.Pool, cfg Config, profile string) *Server {
+func (w *world) serve(p *pool.Pool, cfg Config, profile string, topts ...transport.Option) *Server {
 	t := w.t
 	t.Helper()
-	s, err := New(p, cfg)
+	s, err := New(p, cfg, topts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,3 +224,27 @@ func (s *Server) verdictCount(outcome, class string) int64 {
 func basic(user, pass string) string {
 	return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
 }
+
+// syncBuilder is a strings.Builder safe for concurrent writes.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// testLogger logs everything, debug included, as text; logged returns what it logged so far.
+func testLogger() (l *slog.Logger, logged func() string) {
+	sb := &syncBuilder{b: &strings.Builder{}}
+	return slog.New(slog.NewTextHandler(sb, &slog.HandlerOptions{Level: slog.LevelDebug})), func() string {
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		return sb.b.String()
+	}
+}
+
+func newReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }

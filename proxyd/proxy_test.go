@@ -1,10 +1,14 @@
 package proxyd
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/pool"
 )
 
 // TestPlainHTTPThroughAnExit: an absolute-URI request goes through an exit of the pool; the
@@ -97,5 +101,61 @@ func TestSOCKS5ThroughTheTunnelPath(t *testing.T) {
 	waitFor(t, "the tunnels to end", func() bool { return w.s.tunnels.len() == 0 })
 	if n := w.s.verdictCount("success", "ok"); n != 6 {
 		t.Errorf("tunnel success verdicts = %d, want 6", n)
+	}
+}
+
+// TestPlainHTTPBanRoutedAround: an origin that answers 429 with Retry-After to one exit and serves
+// the other: the client gets the 429 once, its Proxy-Status naming the exit and the verdict, and
+// the pair rests — every later request for that site leaves through the other exit — while the
+// banned exit still serves another site. A dead exit answers 502 with its error.
+func TestPlainHTTPBanRoutedAround(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true}, "", exitSpec{label: "a"}, exitSpec{label: "b"})
+	site := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if name, _ := w.reg.Lookup(r); name == "a" {
+			rw.Header().Set("Retry-After", "120")
+			rw.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(rw, "served")
+	}))
+	t.Cleanup(site.Close)
+	other, _ := w.origin(false)
+	c := w.client("", nil, nil)
+	limited := 0
+	for range 20 {
+		code, body, ps := get(t, c, site.URL)
+		switch {
+		case code == 429:
+			limited++
+			want := `proxybreakerd; next-hop="a"; received-status=429; details="transient pair rate_limited retry-after=2m0s"`
+			if len(ps) != 1 || ps[0] != want {
+				t.Errorf("429 Proxy-Status = %q, want %q", ps, want)
+			}
+		case code != 200 || body != "served":
+			t.Errorf("GET = %d %q", code, body)
+		}
+	}
+	if limited != 1 {
+		t.Errorf("the client met the 429 %d times, want once", limited)
+	}
+	seen := map[string]bool{}
+	for range 20 {
+		_, body, _ := get(t, c, other.URL)
+		seen[strings.TrimPrefix(body, "hello from ")] = true
+	}
+	if !seen["a"] {
+		t.Errorf("exit a served no request of another site (%v): its ban is for the one site only", seen)
+	}
+
+	closed, err := proxytest.ClosedAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.s.pool.Add(pool.MustParseExit("http://" + closed).WithLabel("down")); err != nil {
+		t.Fatal(err)
+	}
+	code, body, ps := get(t, w.client("me-exit-down:x", nil, nil), other.URL)
+	if code != 502 || len(ps) != 1 || ps[0] != `proxybreakerd; error=connection_refused; next-hop="down"; details="via down: permanent exit proxy_refused"` {
+		t.Errorf("through a dead exit: %d %q %q, want 502 connection_refused", code, body, ps)
 	}
 }

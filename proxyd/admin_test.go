@@ -1,0 +1,164 @@
+package proxyd
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/transport"
+)
+
+// adminOf starts w's admin handler on a loopback httptest server.
+func adminOf(t *testing.T, w *world, c AdminConfig) *httptest.Server {
+	t.Helper()
+	h, err := w.s.Admin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func post(t *testing.T, u, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(u, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestReportBySessionOpensThePair: an HTTPS client that saw a CAPTCHA inside its tunnel reports it
+// by the proxy username it used (no Proxy-Status reaches it); the daemon maps the session to the
+// exit that carried it, the pair opens at once, the live tunnel on it is closed, and the session's
+// next request leaves through the other exit. A report that carries a password is refused.
+func TestReportBySessionOpensThePair(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true}, "", exitSpec{label: "a"}, exitSpec{label: "b"})
+	admin := adminOf(t, w, AdminConfig{})
+	srv, _ := w.origin(true)
+	c := w.client("me-session-s9:x", rootsOf(srv), nil)
+	_, body, _ := get(t, c, srv.URL+"/page")
+	first := strings.TrimPrefix(body, "hello from ")
+	// A tunnel of the same session, still open when the report comes.
+	req := "CONNECT " + strings.TrimPrefix(srv.URL, "https://") + " HTTP/1.1\r\nProxy-Authorization: Basic " + basic("me-session-s9", "x") + "\r\n\r\n"
+	conn := w.dialDaemon()
+	io.WriteString(conn, req)
+	br := newReader(conn)
+	if resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	waitFor(t, "the tunnel to register", func() bool { return w.s.tunnels.len() == 1 })
+
+	if code, body := post(t, admin.URL+"/api/report", `{"site":"`+srv.URL+`","username":"me-session-s9:x","verdict":"captcha"}`); code != 400 || !strings.Contains(body, "never its password") || strings.Contains(body, "s9") {
+		t.Errorf("a report with a password: %d %q, want 400 refusing it without the session id", code, body)
+	}
+	code, out := post(t, admin.URL+"/api/report", `{"site":"`+srv.URL+`/page","username":"me-session-s9","verdict":"captcha"}`)
+	var res ReportResult
+	if err := json.Unmarshal([]byte(out), &res); code != 200 || err != nil {
+		t.Fatalf("report: %d %q %v", code, out, err)
+	}
+	if !res.Applied || res.Exit != first || res.PairState != "open" || res.Verdict.Class != "blocked" || res.Verdict.Detector != "client" {
+		t.Errorf("report result %+v, want applied on %s, pair OPEN, blocked by client", res, first)
+	}
+	if !closedByDaemon(conn, br) {
+		t.Error("the session's live tunnel on the reported pair stayed open")
+	}
+	_, body, _ = get(t, c, srv.URL+"/page")
+	if next := strings.TrimPrefix(body, "hello from "); next == first {
+		t.Errorf("after the report the session still left through %s", first)
+	}
+	// Reported again: the pair is open, nothing changes, and the answer says so.
+	code, out = post(t, admin.URL+"/api/report", `{"site":"`+srv.URL+`","exit":"`+first+`","verdict":"blocked"}`)
+	if json.Unmarshal([]byte(out), &res); code != 200 || res.Applied || res.Reason == "" {
+		t.Errorf("a report on an open pair: %d %+v, want not applied with a reason", code, res)
+	}
+	for _, c := range []struct{ body, want string }{
+		{`{"site":"x.test","exit":"nope","verdict":"blocked"}`, "no exit labelled"},
+		{`{"site":"x.test","exit":"a","verdict":"meh"}`, "want blocked, captcha"},
+		{`{"site":"x.test","username":"me-session-zz","verdict":"blocked"}`, "no exit carried that session"},
+		{`{"site":"x.test","exit":"a","verdict":"blocked","password":"pw"}`, "unknown field"},
+	} {
+		if code, body := post(t, admin.URL+"/api/report", c.body); code < 400 || !strings.Contains(body, c.want) || strings.Contains(body, "pw\"") {
+			t.Errorf("report %s: %d %q, want an error containing %q", c.body, code, body, c.want)
+		}
+	}
+}
+
+// TestAdminEndpoints: health, readiness (state loaded, an exit able to serve), Prometheus metrics
+// with otelbreaker's instruments and the daemon's, the status page with its ban override, stats,
+// and pprof only behind its flag.
+func TestAdminEndpoints(t *testing.T) {
+	tel, err := NewTelemetry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorldWith(t, Config{AllowPrivate: true}, "", []transport.Option{tel.TransportOption()}, exitSpec{label: "a"})
+	if err := tel.Register(w.s); err != nil {
+		t.Fatal(err)
+	}
+	loaded := false
+	admin := adminOf(t, w, AdminConfig{Metrics: tel.Handler, Loaded: func() bool { return loaded }})
+	fetch := func(path string) (int, string) {
+		resp, err := http.Get(admin.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := fetch("/healthz"); code != 200 {
+		t.Errorf("/healthz = %d", code)
+	}
+	if code, body := fetch("/readyz"); code != 503 || !strings.Contains(body, "state not loaded") {
+		t.Errorf("/readyz before loading = %d %q, want 503", code, body)
+	}
+	loaded = true
+	if code, _ := fetch("/readyz"); code != 200 {
+		t.Errorf("/readyz = %d, want 200", code)
+	}
+	srv, _ := w.origin(true)
+	if code, _, _ := get(t, w.client("", rootsOf(srv), nil), srv.URL); code != 200 {
+		t.Fatal("fetch through the daemon failed")
+	}
+	plain, _ := w.origin(false)
+	get(t, w.client("", nil, nil), plain.URL)
+	waitFor(t, "the tunnel to end", func() bool { return w.s.tunnels.len() == 0 })
+	code, body := fetch("/metrics")
+	for _, want := range []string{"proxybreakerd_tunnels_total{", `event="opened"`, "proxybreakerd_tunnel_verdicts_total{", "proxybreaker_attempts_total{", "proxybreaker_breaker_state"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("/metrics (%d) lacks %q", code, want)
+		}
+	}
+	if code, body := post(t, admin.URL+"/status", `{"action":"ban","exit":"a","for":"10m","reason":"ops"}`); code != 204 {
+		t.Errorf("POST /status ban = %d %q, want 204", code, body)
+	}
+	if st := w.s.pool.Snapshot().Exits[0].Breaker.State; st != breaker.Open {
+		t.Errorf("exit a after the ban is %v, want OPEN", st)
+	}
+	if code, body := fetch("/readyz"); code != 503 || !strings.Contains(body, "all 1 exits are open") {
+		t.Errorf("/readyz with every exit banned = %d %q, want 503", code, body)
+	}
+	if code, body := fetch("/status?format=json"); code != 200 || !strings.Contains(body, `"exit": "a"`) {
+		t.Errorf("/status JSON = %d %q", code, body)
+	}
+	if code, body := fetch("/api/stats"); code != 200 || !strings.Contains(body, `"tunnels_opened":1`) {
+		t.Errorf("/api/stats = %d %q", code, body)
+	}
+	if code, _ := fetch("/debug/pprof/"); code != 404 {
+		t.Errorf("/debug/pprof/ without the flag = %d, want 404", code)
+	}
+	withPprof := adminOf(t, w, AdminConfig{Pprof: true})
+	resp, err := http.Get(withPprof.URL + "/debug/pprof/")
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("/debug/pprof/ with the flag: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
