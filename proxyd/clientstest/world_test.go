@@ -3,6 +3,7 @@ package clientstest
 import (
 	"context"
 	"net"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -140,4 +141,16 @@ func portOf(t *testing.T, raw string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// admin serves the daemon's admin handler on a loopback listener and returns its base URL.
+func (w *world) admin() string {
+	w.t.Helper()
+	h, err := w.s.Admin(proxyd.AdminConfig{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	w.t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -1,0 +1,96 @@
+package clientstest
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/proxybreaker/proxybreaker/internal/servertest"
+)
+
+// crawlScript is the Scrapy example the test runs: the spider and its report middleware.
+var crawlScript = filepath.Join("..", "..", "examples", "scrapy", "crawl.py")
+
+// crawled is one line of the example's output: a page, or the summary at the end.
+type crawled struct {
+	URL     string `json:"url"`
+	Status  int    `json:"status"`
+	Captcha bool   `json:"captcha"`
+	Summary *struct {
+		Reason    string `json:"reason"`
+		Reported  int    `json:"reported"`
+		Retries   int    `json:"retries"`
+		Responses int    `json:"responses"`
+	} `json:"summary"`
+}
+
+// TestScrapyMiddlewareReportsCaptchaInsideHTTPS: Scrapy (Debian's) crawls three sites through the
+// daemon with examples/scrapy's middleware, every request with a session of its own in the proxy
+// username. The first HTTPS site serves exit a a CAPTCHA page — inside TLS, where the daemon sees
+// only bytes — which the middleware reports by the session it used; the daemon maps the session to
+// exit a, opens the pair, and the site's later pages come through other exits. The plain-HTTP site
+// answers exit b Cloudflare's challenge, which the daemon judges itself (the middleware sees its
+// verdict in Proxy-Status and only retries). The second HTTPS site bans nobody and keeps seeing
+// both exits. Every count is the sites'.
+func TestScrapyMiddlewareReportsCaptchaInsideHTTPS(t *testing.T) {
+	py := servertest.PythonModules(t, "scrapy")
+	captchaSite, clean, chal := newSite(t, true, 14), newSite(t, true, 14), newSite(t, false, 14)
+	captchaSite.banSource(srcA, captcha)
+	chal.banSource(srcB, challenge)
+	w := newWorld(t, worldConfig{})
+	admin := w.admin()
+	cmd := exec.Command(py, crawlScript, "--proxy", "http://"+w.addr, "--admin", admin,
+		captchaSite.URL()+"/", clean.URL()+"/", chal.URL()+"/")
+	cmd.Env = append(cmd.Environ(), "http_proxy=", "https_proxy=", "HTTP_PROXY=", "HTTPS_PROXY=", "no_proxy=", "NO_PROXY=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scrapy crawl: %v\n%s", err, tailOf(stderr.String(), 4000))
+	}
+	pages := map[string]crawled{}
+	var sum *crawled
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var c crawled
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("scrapy output line %q: %v", line, err)
+		}
+		if c.Summary != nil {
+			sum = &c
+			continue
+		}
+		pages[c.URL] = c
+	}
+	if sum == nil || sum.Summary.Reported < 1 {
+		t.Fatalf("scrapy summary %+v, want at least one report\n%s", sum, tailOf(stderr.String(), 4000))
+	}
+	// Every page of every site was crawled (15 each: the start page and 14 links), and none of
+	// the pages kept in the end is the CAPTCHA or the challenge.
+	for _, s := range []*site{captchaSite, clean, chal} {
+		n := 0
+		for u, c := range pages {
+			if strings.HasPrefix(u, s.URL()) {
+				n++
+				if c.Status != 200 || c.Captcha {
+					t.Errorf("%s: status %d captcha %v, want a 200 page", u, c.Status, c.Captcha)
+				}
+			}
+		}
+		if n != 15 {
+			t.Errorf("scrapy crawled %d pages of %s, want 15", n, s.URL())
+		}
+	}
+	// At concurrency 2, at most two pages can be in flight through exit a when the first CAPTCHA
+	// comes back, and their retries keep their sessions, now moved off a.
+	checkRoutedAround(t, captchaSite, clean, srcA, 3, 10)
+	checkRoutedAround(t, chal, clean, srcB, 8, 8)
+	t.Logf("summary %+v; by source: captcha site %v, clean site %v, challenge site %v", *sum.Summary, captchaSite.sources(), clean.sources(), chal.sources())
+	if t.Failed() {
+		t.Logf("scrapy log:\n%s", tailOf(stderr.String(), 6000))
+	}
+}
+
+// tailOf returns the last n bytes of s.
+func tailOf(s string, n int) string { return s[max(0, len(s)-n):] }
