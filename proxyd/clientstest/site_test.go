@@ -166,6 +166,7 @@ func (s *site) sources() map[string]int {
 // are the sites', never the daemon's.
 func checkRoutedAround(t *testing.T, banned, other *site, source string, maxBanned, tailLen int) {
 	t.Helper()
+	t.Logf("by source: the banning site %v, the other %v", banned.sources(), other.sources())
 	if n := banned.count(source); n < 1 || n > maxBanned {
 		t.Errorf("the banning site saw %s %d times, want 1 to %d (by source: %v)", source, n, maxBanned, banned.sources())
 	}

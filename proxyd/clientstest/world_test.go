@@ -25,6 +25,7 @@ const (
 	srcTP = "127.0.0.4" // tinyproxy exit "tp"
 	srcC  = "127.0.0.5" // proxytest exit "c", listed with a wrong password when worldConfig.badAuth
 	srcD  = "127.0.0.6" // proxytest exit "d"
+	srcE  = "127.0.0.7" // proxytest exit "e", in another country, when worldConfig.germany
 )
 
 // worldConfig says which exits a world has besides a, b and d, and which listeners it serves.
@@ -38,6 +39,8 @@ type worldConfig struct {
 	// badAuth adds exit "c", which demands credentials the list gets wrong: every request through
 	// it is answered 407.
 	badAuth bool
+	// germany adds exit "e", country=de; every other exit is country=us.
+	germany bool
 	// profiles are served each on a listener of its own, with its options fixed (a port per
 	// profile, for clients that send no proxy credentials).
 	profiles []string
@@ -58,7 +61,7 @@ func newWorld(t *testing.T, cfg worldConfig) *world {
 	t.Helper()
 	w := &world{t: t, profiles: map[string]string{}, proxies: map[string]*proxytest.Proxy{}}
 	var lines []string
-	add := func(label string, pc proxytest.Config, wrongPass bool) {
+	add := func(label, attrs string, pc proxytest.Config, wrongPass bool) {
 		pc.Name = label
 		p, err := proxytest.Start(pc)
 		if err != nil {
@@ -70,17 +73,20 @@ func newWorld(t *testing.T, cfg worldConfig) *world {
 		if wrongPass {
 			u = p.URLWithCredentials(pc.User, "wrong-password")
 		}
-		lines = append(lines, u.String()+" label="+label)
+		lines = append(lines, u.String()+" label="+label+" "+attrs)
 	}
-	add("a", proxytest.Config{SourceAddr: srcA}, false)
-	add("b", proxytest.Config{SourceAddr: srcB}, false)
-	add("d", proxytest.Config{SourceAddr: srcD}, false)
+	add("a", "country=us", proxytest.Config{SourceAddr: srcA}, false)
+	add("b", "country=us", proxytest.Config{SourceAddr: srcB}, false)
+	add("d", "country=us", proxytest.Config{SourceAddr: srcD}, false)
 	if cfg.badAuth {
-		add("c", proxytest.Config{SourceAddr: srcC, User: "acct", Pass: "right-password"}, true)
+		add("c", "country=us", proxytest.Config{SourceAddr: srcC, User: "acct", Pass: "right-password"}, true)
+	}
+	if cfg.germany {
+		add("e", "country=de", proxytest.Config{SourceAddr: srcE}, false)
 	}
 	if cfg.tinyproxy {
 		u := servertest.Tinyproxy(t, servertest.TinyproxyConfig{Bind: srcTP, ConnectPorts: cfg.connectPorts})
-		lines = append(lines, u.String()+" label=tp")
+		lines = append(lines, u.String()+" label=tp country=us")
 	}
 	exits, err := pool.ReadExits(strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil {
