@@ -6,11 +6,16 @@ GO ?= go
 # real clients and checks (issue 37).
 APT_PACKAGES := tinyproxy squid redis-server prometheus chromium wrk python3-requests python3-scrapy systemd
 
-.PHONY: demo test deps vet bench fuzz
+.PHONY: demo test deps vet bench fuzz daemon
 
 ## demo: the main job — a self-contained demonstration on 127.0.0.1 (see examples/demo).
 demo:
 	$(GO) run ./examples/demo
+
+## daemon: build proxybreakerd, one static binary (the SQLite driver, modernc.org/sqlite, is pure
+## Go, so no cgo), into bin/proxybreakerd.
+daemon:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/proxybreakerd ./cmd/proxybreakerd
 
 ## test: install what the tests need, then go vet and go test -race over every package.
 test: deps
