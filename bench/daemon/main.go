@@ -34,6 +34,7 @@ func main() {
 	idle := flag.Int("idle", 2000, "idle tunnels opened to measure their memory; 0 skips")
 	hold := flag.Int("hold", 10000, "concurrent tunnels to try to hold; 0 skips")
 	wrk := flag.String("wrk", "/usr/bin/wrk", "wrk binary")
+	loads := flag.Bool("loads", true, "run the load runs (false: only the tunnel measurements)")
 	flag.Parse()
 	log.SetFlags(0)
 	switch *role {
@@ -58,6 +59,9 @@ func main() {
 			log.Fatalf("daemon: -conns %q: want positive integers", *connList)
 		}
 		conns = append(conns, n)
+	}
+	if !*loads {
+		conns = nil
 	}
 	if err := run(*d, conns, *idle, *hold, *wrk); err != nil {
 		log.Fatal(err)
@@ -124,6 +128,9 @@ func run(d time.Duration, conns []int, idle, hold int, wrk string) error {
 	}{{"upstream", ""}, {"bare", pa.Bare}, {"daemon", pa.Daemon}}
 	fmt.Printf("%s, %d CPUs; each run %v\n\n", time.Now().UTC().Format(time.RFC3339), numCPU(), d)
 	for _, load := range []string{"http (wrk)", "connect (Go, a tunnel per request)"} {
+		if len(conns) == 0 {
+			break
+		}
 		fmt.Printf("### %s\n\n| conns | target | req/s | p50 | p99 | added p50 | added p99 | errors |\n|---:|---|---:|---:|---:|---:|---:|---:|\n", load)
 		for _, c := range conns {
 			var base, bare result
@@ -187,11 +194,13 @@ func run(d time.Duration, conns []int, idle, hold int, wrk string) error {
 		cs, failed := openIdle(pa.Daemon, oa.Hold, hold)
 		took := time.Since(t0)
 		open := waitTunnels(pa.Ctl, int64(len(cs)))
+		time.Sleep(2 * time.Second) // held, not just opened
+		still := tunnelsOpen(pa.Ctl)
 		var after mem
 		getJSON(pa.Ctl, "/mem", &after)
-		fmt.Printf("### concurrent tunnels\n\nasked %d, held %d (the daemon counts %d open) in %v; %d failures at the end; "+
-			"proxies process: %d descriptors open (limit %s), RSS %.0f MiB → %.0f MiB\n",
-			hold, len(cs), open, took.Round(time.Millisecond), failed, after.FDs, fdLimit(), float64(before.RSS)/(1<<20), float64(after.RSS)/(1<<20))
+		fmt.Printf("### concurrent tunnels\n\nasked %d, opened %d in %v (%d failed in a row at the end); the daemon counted %d open, "+
+			"and %d two seconds later; proxies process: %d descriptors open (limit %s), RSS %.0f MiB → %.0f MiB\n",
+			hold, len(cs), took.Round(time.Millisecond), failed, open, still, after.FDs, fdLimit(), float64(before.RSS)/(1<<20), float64(after.RSS)/(1<<20))
 		closeAll(cs)
 		waitTunnels(pa.Ctl, 0)
 	}

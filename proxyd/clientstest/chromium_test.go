@@ -3,12 +3,15 @@ package clientstest
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
+	"github.com/proxybreaker/proxybreaker/proxyd"
 )
 
 // startChromium starts headless Chromium with its proxy set to proxy (an http:// URL), a fresh
@@ -103,6 +106,69 @@ func TestChromiumThroughAProfileListener(t *testing.T) {
 	for _, s := range []*site{banned, other, secure} {
 		if c := s.count(srcE); c != 0 {
 			t.Errorf("a site saw exit e (country=de) %d times through the country-us listener", c)
+		}
+	}
+}
+
+// answerProxyAuth makes the browser's tab answer every proxy 407 with user and pass, through
+// the DevTools Fetch domain (Chromium's own credential prompt, headless), and continue every
+// other paused request. It returns a counter of the challenges answered.
+func answerProxyAuth(t *testing.T, ctx context.Context, user, pass string) *atomic.Int64 {
+	t.Helper()
+	var answered atomic.Int64
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	auths := chromedp.Events(ctx, fetch.AuthRequired)
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		}
+	}()
+	go func() {
+		for ev, err := range auths {
+			if err != nil {
+				return
+			}
+			resp := &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseCancelAuth}
+			if ev.AuthChallenge != nil && ev.AuthChallenge.Source == fetch.AuthChallengeSourceProxy {
+				resp = &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials, Username: user, Password: pass}
+				answered.Add(1)
+			}
+			chromedp.Call(ctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID, AuthChallengeResponse: resp})
+		}
+	}()
+	handle := true
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: &handle}); err != nil {
+		t.Fatalf("enabling the Fetch domain: %v", err)
+	}
+	return &answered
+}
+
+// TestChromiumOptionsThroughThe407Challenge: the other way to steer the daemon from a browser. The
+// daemon demands credentials, so it answers Chromium's first request 407 with Proxy-Authenticate;
+// Chromium then sends the username it is given — "acct-exit-b", options and all — and every page,
+// plain HTTP and HTTPS through CONNECT, leaves through exit b, as the sites count.
+func TestChromiumOptionsThroughThe407Challenge(t *testing.T) {
+	plain, secure := newSite(t, false, 3), newSite(t, true, 3)
+	w := newWorld(t, worldConfig{credentials: []proxyd.Credential{{User: "acct", Pass: "s3cret"}}})
+	ctx := startChromium(t, "http://"+w.addr)
+	answered := answerProxyAuth(t, ctx, "acct-exit-b", "s3cret")
+	for i := range 3 {
+		for _, s := range []*site{plain, secure} {
+			want := fmt.Sprintf("page %d", i)
+			if got := load(t, ctx, fmt.Sprintf("%s/p/%d", s.URL(), i)); got != want {
+				t.Errorf("chromium %s/p/%d: title %q, want %q", s.URL(), i, got, want)
+			}
+		}
+	}
+	if answered.Load() == 0 {
+		t.Error("chromium was never challenged: the daemon let it through without credentials")
+	}
+	for _, s := range []*site{plain, secure} {
+		if got := s.count(srcB); got != 3 || s.total() != 3 {
+			t.Errorf("site %s saw %v, want its 3 pages all from exit b (%s)", s.URL(), s.sources(), srcB)
 		}
 	}
 }

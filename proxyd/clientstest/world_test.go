@@ -41,6 +41,8 @@ type worldConfig struct {
 	badAuth bool
 	// germany adds exit "e", country=de; every other exit is country=us.
 	germany bool
+	// credentials, when set, are demanded of every client (407 with Proxy-Authenticate).
+	credentials []proxyd.Credential
 	// profiles are served each on a listener of its own, with its options fixed (a port per
 	// profile, for clients that send no proxy credentials).
 	profiles []string
@@ -98,7 +100,7 @@ func newWorld(t *testing.T, cfg worldConfig) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	w.s, err = proxyd.New(p, proxyd.Config{AllowPrivate: true})
+	w.s, err = proxyd.New(p, proxyd.Config{AllowPrivate: true, Credentials: cfg.credentials})
 	if err != nil {
 		t.Fatal(err)
 	}
