@@ -32,17 +32,20 @@ type crawled struct {
 // only bytes — which the middleware reports by the session it used; the daemon maps the session to
 // exit a, opens the pair, and the site's later pages come through other exits. The plain-HTTP site
 // answers exit b Cloudflare's challenge, which the daemon judges itself (the middleware sees its
-// verdict in Proxy-Status and only retries). The second HTTPS site bans nobody and keeps seeing
-// both exits. Every count is the sites'.
+// verdict in Proxy-Status and only retries). A third HTTPS site answers exit d 429 with
+// Retry-After, reported as rate_limited by session. The clean HTTPS site bans nobody and keeps
+// seeing every exit. Every count is the sites'.
 func TestScrapyMiddlewareReportsCaptchaInsideHTTPS(t *testing.T) {
 	py := servertest.PythonModules(t, "scrapy")
 	captchaSite, clean, chal := newSite(t, true, 14), newSite(t, true, 14), newSite(t, false, 14)
+	limited := newSite(t, true, 14)
 	captchaSite.banSource(srcA, captcha)
 	chal.banSource(srcB, challenge)
+	limited.banSource(srcD, tooMany)
 	w := newWorld(t, worldConfig{})
 	admin := w.admin()
 	cmd := exec.Command(py, crawlScript, "--proxy", "http://"+w.addr, "--admin", admin,
-		captchaSite.URL()+"/", clean.URL()+"/", chal.URL()+"/")
+		captchaSite.URL()+"/", clean.URL()+"/", chal.URL()+"/", limited.URL()+"/")
 	cmd.Env = append(cmd.Environ(), "http_proxy=", "https_proxy=", "HTTP_PROXY=", "HTTPS_PROXY=", "no_proxy=", "NO_PROXY=")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -63,12 +66,12 @@ func TestScrapyMiddlewareReportsCaptchaInsideHTTPS(t *testing.T) {
 		}
 		pages[c.URL] = c
 	}
-	if sum == nil || sum.Summary.Reported < 1 {
-		t.Fatalf("scrapy summary %+v, want at least one report\n%s", sum, tailOf(stderr.String(), 4000))
+	if sum == nil || sum.Summary.Reported < 2 {
+		t.Fatalf("scrapy summary %+v, want at least two reports (the CAPTCHA, the 429)\n%s", sum, tailOf(stderr.String(), 4000))
 	}
 	// Every page of every site was crawled (15 each: the start page and 14 links), and none of
 	// the pages kept in the end is the CAPTCHA or the challenge.
-	for _, s := range []*site{captchaSite, clean, chal} {
+	for _, s := range []*site{captchaSite, clean, chal, limited} {
 		n := 0
 		for u, c := range pages {
 			if strings.HasPrefix(u, s.URL()) {
@@ -86,7 +89,8 @@ func TestScrapyMiddlewareReportsCaptchaInsideHTTPS(t *testing.T) {
 	// comes back, and their retries keep their sessions, now moved off a.
 	checkRoutedAround(t, captchaSite, clean, srcA, 3, 10)
 	checkRoutedAround(t, chal, clean, srcB, 8, 8)
-	t.Logf("summary %+v; by source: captcha site %v, clean site %v, challenge site %v", *sum.Summary, captchaSite.sources(), clean.sources(), chal.sources())
+	checkRoutedAround(t, limited, clean, srcD, 3, 10)
+	t.Logf("summary %+v", *sum.Summary)
 	if t.Failed() {
 		t.Logf("scrapy log:\n%s", tailOf(stderr.String(), 6000))
 	}
