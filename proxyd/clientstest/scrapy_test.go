@@ -46,7 +46,7 @@ func TestScrapyMiddlewareReportsCaptchaInsideHTTPS(t *testing.T) {
 	admin := w.admin()
 	cmd := exec.Command(py, crawlScript, "--proxy", "http://"+w.addr, "--admin", admin,
 		captchaSite.URL()+"/", clean.URL()+"/", chal.URL()+"/", limited.URL()+"/")
-	cmd.Env = append(cmd.Environ(), "http_proxy=", "https_proxy=", "HTTP_PROXY=", "HTTPS_PROXY=", "no_proxy=", "NO_PROXY=")
+	cmd.Env = append(cmd.Environ(), "PYTHONDONTWRITEBYTECODE=1", "http_proxy=", "https_proxy=", "HTTP_PROXY=", "HTTPS_PROXY=", "no_proxy=", "NO_PROXY=")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -98,3 +98,20 @@ func TestScrapyMiddlewareReportsCaptchaInsideHTTPS(t *testing.T) {
 
 // tailOf returns the last n bytes of s.
 func tailOf(s string, n int) string { return s[max(0, len(s)-n):] }
+
+// TestScrapyMiddlewareUnit runs the middleware's own unit tests (examples/scrapy/
+// test_proxybreaker_scrapy.py: Proxy-Status parsing, the username without its password, the
+// verdicts) with Debian's python3 and Scrapy.
+func TestScrapyMiddlewareUnit(t *testing.T) {
+	py := servertest.PythonModules(t, "scrapy")
+	cmd := exec.Command(py, "-m", "unittest", "-v", "test_proxybreaker_scrapy")
+	cmd.Dir = filepath.Dir(crawlScript)
+	cmd.Env = append(cmd.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 -m unittest: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Ran 7 tests") {
+		t.Errorf("python3 -m unittest ran other than the 7 tests:\n%s", out)
+	}
+}
