@@ -2,13 +2,16 @@ package proxyd
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proxybreaker/proxybreaker/breaker"
+	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/transport"
 )
 
@@ -161,4 +164,65 @@ func TestAdminEndpoints(t *testing.T) {
 		t.Errorf("/debug/pprof/ with the flag: %v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// TestRedactionScan: after traffic that succeeds and fails through exits with credentials, with a
+// listener password and a client session id, none of them appears in the log (debug level
+// included), the metrics, the status page (HTML and JSON), the stats, or any answer's headers and
+// body.
+func TestRedactionScan(t *testing.T) {
+	tel, err := NewTelemetry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, logged := testLogger()
+	w := newWorldWith(t, Config{AllowPrivate: true, Credentials: []Credential{{"alice", "listener-pw-1"}}, Logger: logger, FirstByteTimeout: 200 * time.Millisecond},
+		"", []transport.Option{tel.TransportOption()},
+		exitSpec{label: "", cfg: proxytest.Config{User: "exituser", Pass: "exit-pw-2"}},
+		exitSpec{label: "", cfg: proxytest.Config{User: "exituser", Pass: "exit-pw-3"}, wrongPass: true},
+		exitSpec{label: "", cfg: proxytest.Config{SOCKS5: true, User: "socksuser", Pass: "exit-pw-4"}})
+	if err := tel.Register(w.s); err != nil {
+		t.Fatal(err)
+	}
+	admin := adminOf(t, w, AdminConfig{Metrics: tel.Handler})
+	secrets := []string{"listener-pw-1", "exit-pw-2", "exit-pw-3", "exit-pw-4", "sessid77"}
+	var seen strings.Builder
+	plain, _ := w.origin(false)
+	secure, _ := w.origin(true)
+	for range 6 {
+		for _, u := range []string{plain.URL, secure.URL} {
+			c := w.client("alice-session-sessid77:listener-pw-1", rootsOf(secure), nil)
+			if resp, err := c.Get(u); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				fmt.Fprintf(&seen, "%v %s\n", resp.Header, b)
+			} else {
+				seen.WriteString(err.Error() + "\n")
+			}
+		}
+	}
+	stall := rawOrigin(t, silent)
+	c := w.dialDaemon()
+	io.WriteString(c, "CONNECT "+stall+" HTTP/1.1\r\nProxy-Authorization: Basic "+basic("alice-session-sessid77", "listener-pw-1")+"\r\n\r\nping") // pipelined: the stall timer starts
+	b, _ := io.ReadAll(io.LimitReader(c, 1<<16))
+	seen.Write(b)
+	post(t, admin.URL+"/api/report", `{"site":"`+plain.URL+`","username":"alice-session-sessid77","verdict":"blocked"}`)
+	for _, path := range []string{"/metrics", "/status", "/status?format=json", "/api/stats"} {
+		resp, err := http.Get(admin.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Fprintf(&seen, "%s: %s\n", path, b)
+	}
+	all := seen.String() + logged()
+	for _, s := range secrets {
+		if strings.Contains(all, s) {
+			t.Errorf("%q appears in the daemon's output", s)
+		}
+	}
+	if !strings.Contains(all, "proxybreakerd_tunnels_total") {
+		t.Error("the scan read no metrics")
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,13 +53,16 @@ func newWorldWith(t *testing.T, cfg Config, profile string, topts []transport.Op
 	t.Helper()
 	w := &world{t: t, reg: &proxytest.Registry{}, proxies: map[string]*proxytest.Proxy{}}
 	var lines []string
-	for _, sp := range specs {
+	for i, sp := range specs {
 		if sp.label == "direct" {
 			lines = append(lines, "direct "+sp.attrs)
 			continue
 		}
 		pc := sp.cfg
 		pc.Name, pc.Registry = sp.label, w.reg
+		if pc.Name == "" {
+			pc.Name = "p" + strconv.Itoa(i) // the exit keeps its default label, the redacted URL
+		}
 		p, err := proxytest.Start(pc)
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +73,11 @@ func newWorldWith(t *testing.T, cfg Config, profile string, topts []transport.Op
 		if sp.wrongPass {
 			u = p.URLWithCredentials(pc.User, "wrong")
 		}
-		lines = append(lines, u.String()+" label="+sp.label+" "+sp.attrs)
+		line := u.String() + " " + sp.attrs
+		if sp.label != "" {
+			line += " label=" + sp.label
+		}
+		lines = append(lines, line)
 	}
 	exits, err := pool.ReadExits(strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -199,5 +201,68 @@ func TestTunnelsCloseWhenTheirPairOpens(t *testing.T) {
 	}
 	if !strings.Contains(w.s.pool.Snapshot().Exits[0].Breaker.LastFailure, "test") {
 		t.Errorf("exit ban reason = %q", w.s.pool.Snapshot().Exits[0].Breaker.LastFailure)
+	}
+}
+
+// TestSOCKS5AddressTypes: a raw SOCKS5 client reaches an echo origin by IPv4 address, by name and
+// by IPv6 address (RFC 1928 address types 1, 3 and 4) through the same tunnel path; an unknown
+// address type and a command other than CONNECT get their reply codes.
+func TestSOCKS5AddressTypes(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true}, "", exitSpec{label: "a"})
+	v4 := rawOrigin(t, echo)
+	_, port4, _ := net.SplitHostPort(v4)
+	p4, _ := strconv.Atoi(port4)
+	reqs := map[string][]byte{
+		"ipv4":   append([]byte{5, 1, 0, socksIPv4, 127, 0, 0, 1}, byte(p4>>8), byte(p4)),
+		"domain": append(append([]byte{5, 1, 0, socksDomain, 9}, "localhost"...), byte(p4>>8), byte(p4)),
+	}
+	if ln, err := net.Listen("tcp", "[::1]:0"); err == nil {
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { defer c.Close(); echo(c.(*net.TCPConn)) }()
+			}
+		}()
+		t.Cleanup(func() { ln.Close() })
+		p6 := ln.Addr().(*net.TCPAddr).Port
+		reqs["ipv6"] = append(append([]byte{5, 1, 0, socksIPv6}, net.IPv6loopback...), byte(p6>>8), byte(p6))
+	} else if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
+		t.Fatalf("no IPv6 loopback: %v", err)
+	} else {
+		t.Logf("no IPv6 loopback (%v): IPv6 target not tried", err)
+	}
+	for name, req := range reqs {
+		c := w.dialDaemon()
+		c.Write([]byte{5, 1, socksNoAuth})
+		c.Write(req)
+		reply := make([]byte, 2+10)
+		if _, err := io.ReadFull(c, reply); err != nil || reply[1] != socksNoAuth || reply[3] != socksSucceeded {
+			t.Errorf("%s: reply %v, %v; want method 0 and success", name, reply, err)
+			continue
+		}
+		c.Write([]byte("echo-" + name))
+		got := make([]byte, len("echo-"+name))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != "echo-"+name {
+			t.Errorf("%s: echo %q, %v", name, got, err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		req  []byte
+		code byte
+	}{
+		{"address type 9", []byte{5, 1, 0, 9, 1, 2, 3, 4, 0, 80}, socksAddressUnsupported},
+		{"BIND", []byte{5, 2, 0, socksIPv4, 127, 0, 0, 1, 0, 80}, socksCommandUnsupported},
+	} {
+		conn := w.dialDaemon()
+		conn.Write([]byte{5, 1, socksNoAuth})
+		conn.Write(c.req)
+		reply := make([]byte, 12)
+		if _, err := io.ReadFull(conn, reply); err != nil || reply[3] != c.code {
+			t.Errorf("%s: reply %v, %v; want code %d", c.name, reply, err, c.code)
+		}
 	}
 }

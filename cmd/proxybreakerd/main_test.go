@@ -246,3 +246,68 @@ func (w *syncWriter) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+// TestTwoDaemonsShareRedis: two daemons on one Redis (-redis): an operator's ban of an exit on one
+// is honoured by the other, which stops sending through it.
+func TestTwoDaemonsShareRedis(t *testing.T) {
+	curl := lookCurl(t)
+	redis := servertest.Redis(t)
+	p, err := proxytest.Start(proxytest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	defer origin.Close()
+	list := filepath.Join(t.TempDir(), "proxies.txt")
+	os.WriteFile(list, []byte(p.URL().String()+" label=shared\n"), 0o600)
+	type daemon struct {
+		proxy, admin string
+		done         chan int
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ds []daemon
+	for range 2 {
+		addrs := make(chan [2]string, 1)
+		d := daemon{done: make(chan int, 1)}
+		var logs syncWriter
+		go func() {
+			d.done <- run(ctx, []string{"-proxies", list, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private", "-redis", "redis://" + redis + "/0"},
+				noEnv, io.Discard, &logs, nil, func(p, a string) { addrs <- [2]string{p, a} })
+		}()
+		select {
+		case a := <-addrs:
+			d.proxy, d.admin = a[0], a[1]
+		case code := <-d.done:
+			t.Fatalf("daemon exited %d: %s", code, logs.String())
+		}
+		ds = append(ds, d)
+	}
+	code := func(d daemon) string {
+		out, _ := exec.Command(curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "-x", "http://"+d.proxy, origin.URL).CombinedOutput()
+		return string(out)
+	}
+	for _, d := range ds {
+		if c := code(d); c != "200" {
+			t.Fatalf("before the ban: %s, want 200", c)
+		}
+	}
+	resp, err := http.Post("http://"+ds[0].admin+"/status", "application/json", strings.NewReader(`{"action":"ban","exit":"shared","for":"10m","reason":"ops"}`))
+	if err != nil || resp.StatusCode != 204 {
+		t.Fatalf("ban on the first daemon: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	waitFor(t, "the second daemon to hear of the ban", func() bool {
+		return strings.Contains(fetch(t, "http://"+ds[1].admin+"/status?format=json"), `"last_failure": "ops"`)
+	})
+	if c := code(ds[1]); c != "503" {
+		t.Errorf("the second daemon after the first banned the only exit: %s, want 503", c)
+	}
+	cancel()
+	for _, d := range ds {
+		if c := <-d.done; c != 0 {
+			t.Errorf("daemon exited %d", c)
+		}
+	}
+}
