@@ -15,6 +15,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +36,8 @@ func main() {
 	idle := flag.Int("idle", 2000, "idle tunnels opened to measure their memory; 0 skips")
 	hold := flag.Int("hold", 10000, "concurrent tunnels to try to hold; 0 skips")
 	wrk := flag.String("wrk", "/usr/bin/wrk", "wrk binary")
+	cpuprofile := flag.String("cpuprofile", "", "write the proxies process's CPU profile to this file")
+	rounds := flag.Int("rounds", 1, "load runs per target and connection count; the median is shown")
 	loads := flag.Bool("loads", true, "run the load runs (false: only the tunnel measurements)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -44,7 +48,7 @@ func main() {
 		}
 		return
 	case "proxies":
-		if err := serveProxies(); err != nil {
+		if err := serveProxies(*cpuprofile); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -63,19 +67,22 @@ func main() {
 	if !*loads {
 		conns = nil
 	}
-	if err := run(*d, conns, *idle, *hold, *wrk); err != nil {
+	if *rounds < 1 {
+		log.Fatalf("daemon: -rounds %d: want at least 1", *rounds)
+	}
+	if err := run(*d, *rounds, conns, *idle, *hold, *wrk, *cpuprofile); err != nil {
 		log.Fatal(err)
 	}
 }
 
 // child starts this command in role and decodes the addresses it prints into v. Closing the
 // returned writer stops it.
-func child(role string, v any) (io.Closer, error) {
+func child(role string, v any, args ...string) (io.Closer, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-role", role)
+	cmd := exec.Command(self, append([]string{"-role", role}, args...)...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -104,7 +111,7 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-func run(d time.Duration, conns []int, idle, hold int, wrk string) error {
+func run(d time.Duration, rounds int, conns []int, idle, hold int, wrk, cpuprofile string) error {
 	var oa originAddrs
 	oc, err := child("origin", &oa)
 	if err != nil {
@@ -112,7 +119,7 @@ func run(d time.Duration, conns []int, idle, hold int, wrk string) error {
 	}
 	defer oc.Close()
 	var pa proxyAddrs
-	pc, err := child("proxies", &pa)
+	pc, err := child("proxies", &pa, "-cpuprofile", cpuprofile)
 	if err != nil {
 		return err
 	}
@@ -126,37 +133,40 @@ func run(d time.Duration, conns []int, idle, hold int, wrk string) error {
 	targets := []struct {
 		name, addr string
 	}{{"upstream", ""}, {"bare", pa.Bare}, {"daemon", pa.Daemon}}
-	fmt.Printf("%s, %d CPUs; each run %v\n\n", time.Now().UTC().Format(time.RFC3339), numCPU(), d)
+	fmt.Printf("%s, %d CPUs; each run %v, median of %d rounds\n\n", time.Now().UTC().Format(time.RFC3339), numCPU(), d, rounds)
 	for _, load := range []string{"http (wrk)", "connect (Go, a tunnel per request)"} {
 		if len(conns) == 0 {
 			break
 		}
 		fmt.Printf("### %s\n\n| conns | target | req/s | p50 | p99 | added p50 | added p99 | errors |\n|---:|---|---:|---:|---:|---:|---:|---:|\n", load)
 		for _, c := range conns {
-			var base, bare result
-			for _, tg := range targets {
-				var r result
-				if strings.HasPrefix(load, "http") {
-					addr, via := tg.addr, true
-					if addr == "" {
-						addr, via = oa.HTTP, false
+			// Rounds interleave the targets, so that a burst of load from elsewhere on the box
+			// falls on all three; each figure is the median of its rounds.
+			runs := make([][]result, len(targets))
+			for range rounds {
+				for i, tg := range targets {
+					var r result
+					if strings.HasPrefix(load, "http") {
+						addr, via := tg.addr, true
+						if addr == "" {
+							addr, via = oa.HTTP, false
+						}
+						runWrk(wrk, addr, oa.HTTP, via, c, time.Second, dir) // warm-up
+						if r, err = runWrk(wrk, addr, oa.HTTP, via, c, d, dir); err != nil {
+							return err
+						}
+					} else {
+						runConnect(tg.addr, oa.HTTP, c, time.Second/2) // warm-up
+						r = runConnect(tg.addr, oa.HTTP, c, d)
 					}
-					runWrk(wrk, addr, oa.HTTP, via, c, time.Second, dir) // warm-up
-					if r, err = runWrk(wrk, addr, oa.HTTP, via, c, d, dir); err != nil {
-						return err
-					}
-				} else {
-					runConnect(tg.addr, oa.HTTP, c, time.Second/2) // warm-up
-					r = runConnect(tg.addr, oa.HTTP, c, d)
+					runs[i] = append(runs[i], r)
 				}
-				switch tg.name {
-				case "upstream":
-					base = r
-				case "bare":
-					bare = r
-				}
+			}
+			base, bare := median(runs[0]), median(runs[1])
+			for i, tg := range targets {
+				r := median(runs[i])
 				added := func(v, b time.Duration) string {
-					if tg.name == "upstream" {
+					if i == 0 {
 						return "—"
 					}
 					return ms(v - b)
@@ -205,6 +215,24 @@ func run(d time.Duration, conns []int, idle, hold int, wrk string) error {
 		waitTunnels(pa.Ctl, 0)
 	}
 	return nil
+}
+
+// median returns the run with the median rate, with the median p50 and p99 of the runs (each
+// taken on its own) and the errors summed.
+func median(rs []result) result {
+	by := func(key func(result) float64) result {
+		s := slices.Clone(rs)
+		slices.SortFunc(s, func(a, b result) int { return cmp.Compare(key(a), key(b)) })
+		return s[len(s)/2]
+	}
+	m := by(func(r result) float64 { return r.RPS })
+	m.P50 = by(func(r result) float64 { return float64(r.P50) }).P50
+	m.P99 = by(func(r result) float64 { return float64(r.P99) }).P99
+	m.Errors = 0
+	for _, r := range rs {
+		m.Errors += r.Errors
+	}
+	return m
 }
 
 // ms formats a duration in milliseconds with two decimals.

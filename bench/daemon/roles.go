@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -70,8 +71,20 @@ func serveOrigin() error {
 	return announce(originAddrs{HTTP: hl.Addr().String(), Hold: hold.Addr().String()})
 }
 
-// serveProxies runs the proxies role.
-func serveProxies() error {
+// serveProxies runs the proxies role; with cpuprofile it writes a CPU profile of the whole run
+// there (the bare proxy's samples included: look at proxyd, pool and transport frames).
+func serveProxies(cpuprofile string) error {
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	exits, err := pool.ReadExits(strings.NewReader("direct label=direct\n"))
 	if err != nil {
 		return err
