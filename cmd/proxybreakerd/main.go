@@ -53,8 +53,9 @@ func main() {
 	os.Exit(code)
 }
 
-// started, when not nil, is told the addresses the daemon listens on once it serves (tests).
-type started func(proxy, admin string)
+// started, when not nil, is told the addresses the daemon listens on once it serves (tests): the
+// proxy port first, then the profile listeners in the order given, and the admin port ("" for none).
+type started func(proxies []string, admin string)
 
 // run is the command; it returns the exit code.
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer, hup <-chan os.Signal, onStart started) int {
@@ -280,7 +281,11 @@ func (d *daemon) serve(ctx context.Context, o *options, log *slog.Logger, hup <-
 	rctx, stopReload := context.WithCancel(context.Background())
 	go d.reloader.Run(rctx)
 	if onStart != nil {
-		onStart(ports[0].ln.Addr().String(), adminAddr)
+		var addrs []string
+		for _, p := range ports {
+			addrs = append(addrs, p.ln.Addr().String())
+		}
+		onStart(addrs, adminAddr)
 	}
 	code := 0
 loop:

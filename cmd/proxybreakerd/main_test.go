@@ -120,7 +120,7 @@ func TestCurlThroughTheDaemon(t *testing.T) {
 	var logs syncWriter
 	go func() {
 		done <- run(ctx, []string{"-proxies", list, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private", "-state", state, "-reload-interval", "1h"},
-			noEnv, io.Discard, &logs, hup, func(p, a string) { addrs <- [2]string{p, a} })
+			noEnv, io.Discard, &logs, hup, func(p []string, a string) { addrs <- [2]string{p[0], a} })
 	}()
 	var proxy, admin string
 	select {
@@ -274,7 +274,7 @@ func TestTwoDaemonsShareRedis(t *testing.T) {
 		var logs syncWriter
 		go func() {
 			d.done <- run(ctx, []string{"-proxies", list, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private", "-redis", "redis://" + redis + "/0"},
-				noEnv, io.Discard, &logs, nil, func(p, a string) { addrs <- [2]string{p, a} })
+				noEnv, io.Discard, &logs, nil, func(p []string, a string) { addrs <- [2]string{p[0], a} })
 		}()
 		select {
 		case a := <-addrs:
@@ -309,5 +309,71 @@ func TestTwoDaemonsShareRedis(t *testing.T) {
 		if c := <-d.done; c != 0 {
 			t.Errorf("daemon exited %d", c)
 		}
+	}
+}
+
+// TestCredentialsAndProfiles: with -credentials the proxy answers 407 to curl without them and
+// serves it with them; a -profile listener applies its fixed options (here country-de) to every
+// request on it.
+func TestCredentialsAndProfiles(t *testing.T) {
+	curl := lookCurl(t)
+	var ps []*proxytest.Proxy
+	reg := &proxytest.Registry{}
+	for _, name := range []string{"us", "de"} {
+		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		ps = append(ps, p)
+	}
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, _ := reg.Lookup(r)
+		io.WriteString(w, name)
+	}))
+	defer origin.Close()
+	dir := t.TempDir()
+	list, creds := filepath.Join(dir, "proxies.txt"), filepath.Join(dir, "creds")
+	os.WriteFile(list, []byte(ps[0].URL().String()+" label=us country=us\n"+ps[1].URL().String()+" label=de country=de\n"), 0o600)
+	os.WriteFile(creds, []byte("# clients\nacct:s3cret\n"), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan []string, 1)
+	done := make(chan int, 1)
+	var logs syncWriter
+	go func() {
+		done <- run(ctx, []string{"-proxies", list, "-listen", "127.0.0.1:0", "-admin", "off", "-allow-private", "-credentials", creds,
+			"-profile", "127.0.0.1:0=country-de"}, noEnv, io.Discard, &logs, nil, func(p []string, _ string) { addrs <- p })
+	}()
+	var ports []string
+	select {
+	case ports = <-addrs:
+	case code := <-done:
+		t.Fatalf("the daemon exited %d: %s", code, logs.String())
+	}
+	curlDo := func(args ...string) string {
+		out, _ := exec.Command(curl, append([]string{"-sS", "--max-time", "10", "-w", " %{http_code}"}, args...)...).CombinedOutput()
+		return string(out)
+	}
+	if out := curlDo("-o", "/dev/null", "-x", "http://"+ports[0], origin.URL); out != " 407" {
+		t.Errorf("curl without credentials: %q, want 407", out)
+	}
+	if out := curlDo("-o", "/dev/null", "-x", "http://acct:wrong@"+ports[0], origin.URL); out != " 407" {
+		t.Errorf("curl with a wrong password: %q, want 407", out)
+	}
+	for range 5 {
+		if out := curlDo("-x", "http://acct:s3cret@"+ports[1], origin.URL); out != "de 200" {
+			t.Errorf("curl through the country-de profile: %q, want de 200", out)
+		}
+	}
+	if out := curlDo("-x", "http://acct-exit-us:s3cret@"+ports[0], origin.URL); out != "us 200" {
+		t.Errorf("curl with exit-us: %q, want us 200", out)
+	}
+	if strings.Contains(logs.String(), "s3cret") || strings.Contains(logs.String(), "wrong") {
+		t.Error("the log shows a password")
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d", code)
 	}
 }
