@@ -142,11 +142,11 @@ func setup(o *options, log *slog.Logger) (*daemon, int) {
 			return fail(exitNoInput, "-state: %v", err)
 		}
 	case o.redis != "":
-		ro, err := goredis.ParseURL(o.redis)
+		c, err := redisClient(o.redis, o.redisCluster)
 		if err != nil {
-			return fail(exitUsage, "-redis: %v", pool.RedactRaw(err.Error()))
+			return fail(exitUsage, "-redis: %v", err)
 		}
-		if d.st, err = redisstore.New(goredis.NewClient(ro), redisstore.Settings{Namespace: o.redisNS, Logger: log}); err != nil {
+		if d.st, err = redisstore.New(c, redisstore.Settings{Namespace: o.redisNS, Logger: log}); err != nil {
 			return fail(exitUsage, "-redis: %v", err)
 		}
 	}
@@ -191,6 +191,23 @@ func setup(o *options, log *slog.Logger) (*daemon, int) {
 	d.reloader.Check() // the file as read now: the next change is the first reload
 	d.loaded.Store(true)
 	return d, 0
+}
+
+// redisClient returns a client of the Redis (or, with cluster, the Redis Cluster) at u. The error
+// never quotes the URL, which may hold a password.
+func redisClient(u string, cluster bool) (goredis.UniversalClient, error) {
+	if cluster {
+		co, err := goredis.ParseClusterURL(u)
+		if err != nil {
+			return nil, errors.New("not a Redis Cluster URL (redis://host:port?addr=host2:port2)")
+		}
+		return goredis.NewClusterClient(co), nil
+	}
+	ro, err := goredis.ParseURL(u)
+	if err != nil {
+		return nil, errors.New("not a Redis URL (redis://host:6379/0)")
+	}
+	return goredis.NewClient(ro), nil
 }
 
 func (d *daemon) closeStore(log *slog.Logger) {

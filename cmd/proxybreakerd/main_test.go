@@ -247,11 +247,22 @@ func (w *syncWriter) String() string {
 	return w.b.String()
 }
 
-// TestTwoDaemonsShareRedis: two daemons on one Redis (-redis): an operator's ban of an exit on one
-// is honoured by the other, which stops sending through it.
+// TestTwoDaemonsShareRedis: two daemons on one Redis (-redis), and on one Redis Cluster of three
+// masters (-redis-cluster): an operator's ban of an exit on one is honoured by the other, which
+// stops sending through it.
 func TestTwoDaemonsShareRedis(t *testing.T) {
+	t.Run("redis", func(t *testing.T) {
+		twoDaemons(t, "redis://"+servertest.Redis(t)+"/0")
+	})
+	t.Run("cluster", func(t *testing.T) {
+		addrs := servertest.StartRedisCluster(t, 3).Addrs()
+		u := "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
+		twoDaemons(t, u, "-redis-cluster")
+	})
+}
+
+func twoDaemons(t *testing.T, redisURL string, extra ...string) {
 	curl := lookCurl(t)
-	redis := servertest.Redis(t)
 	p, err := proxytest.Start(proxytest.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +284,7 @@ func TestTwoDaemonsShareRedis(t *testing.T) {
 		d := daemon{done: make(chan int, 1)}
 		var logs syncWriter
 		go func() {
-			d.done <- run(ctx, []string{"-proxies", list, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private", "-redis", "redis://" + redis + "/0"},
+			d.done <- run(ctx, append([]string{"-proxies", list, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private", "-redis", redisURL}, extra...),
 				noEnv, io.Discard, &logs, nil, func(p []string, a string) { addrs <- [2]string{p[0], a} })
 		}()
 		select {
