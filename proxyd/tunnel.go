@@ -99,7 +99,9 @@ func (s *Server) openTunnel(host, target string, opts Options) (*tunnel, *refusa
 			reason: "tunnel to " + target + " via " + e.Label() + ": " + verdictDetails(v), socks: socksCodeOf(v),
 		}
 	}
-	return &tunnel{s: s, exit: e, origin: origin, up: d.conn, lease: lease, setup: now.Sub(at)}, nil
+	t := &tunnel{s: s, exit: e, origin: origin, up: d.conn, lease: lease, setup: now.Sub(at)}
+	s.tunnels.add(t) // from here a pair that opens closes it, even before the client hears of it
+	return t, nil
 }
 
 // forbiddenRefusal answers a relay to a forbidden address: 403, nothing sent.
@@ -141,6 +143,7 @@ func (t *tunnel) proxyStatus(received int) proxyStatus {
 
 // abandon gives the tunnel up before it carried anything: the client could not be told it opened.
 func (t *tunnel) abandon() {
+	t.s.tunnels.remove(t)
 	t.up.Close()
 	t.mu.Lock()
 	if !t.judged {
@@ -150,16 +153,20 @@ func (t *tunnel) abandon() {
 	t.mu.Unlock()
 }
 
-// tunnelBuffer is the size of each direction's copy buffer.
-const tunnelBuffer = 32 << 10
+// tunnelBuffer is the size of each direction's copy buffer: a TLS record (16 KiB) at a time. An idle
+// tunnel holds both, blocked in Read: 32 KiB a tunnel.
+const tunnelBuffer = 16 << 10
 
 // run relays between client (whose unread bytes br holds) and the exit until both directions end,
 // judging the tunnel on the way.
 func (t *tunnel) run(client net.Conn, br *bufio.Reader) {
 	t.mu.Lock()
 	t.client = client
+	killed := t.killed
 	t.mu.Unlock()
-	t.s.tunnels.add(t)
+	if killed {
+		client.Close() // its pair opened between the setup and now
+	}
 	t.s.metrics.tunnelOpened()
 	defer t.s.metrics.tunnelClosed()
 	defer t.s.tunnels.remove(t)

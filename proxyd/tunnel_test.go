@@ -14,6 +14,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/breaker"
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
+	"github.com/proxybreaker/proxybreaker/internal/servertest"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
@@ -264,5 +265,53 @@ func TestSOCKS5AddressTypes(t *testing.T) {
 		if _, err := io.ReadFull(conn, reply); err != nil || reply[3] != c.code {
 			t.Errorf("%s: reply %v, %v; want code %d", c.name, reply, err, c.code)
 		}
+	}
+}
+
+// TestRefusedConnectRoutedAroundForThatSiteOnly: tinyproxy refuses CONNECTs to one host name
+// (403 Filtered: proxy_denied, the pair's): the client meets the refusal at most once, later
+// tunnels to that site leave through the other exit, and tinyproxy keeps carrying tunnels to
+// another site.
+func TestRefusedConnectRoutedAroundForThatSiteOnly(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true}, "", exitSpec{label: "b"})
+	tiny := servertest.Tinyproxy(t, servertest.TinyproxyConfig{Filter: []string{"localhost"}})
+	if err := w.s.pool.Add(pool.MustParseExit(tiny.String()).WithLabel("tiny")); err != nil {
+		t.Fatal(err)
+	}
+	target := rawOrigin(t, echo)
+	_, port, _ := net.SplitHostPort(target)
+	hop := func(resp *http.Response) string {
+		ps := resp.Header.Get("Proxy-Status")
+		_, after, _ := strings.Cut(ps, `next-hop="`)
+		name, _, _ := strings.Cut(after, `"`)
+		return name
+	}
+	refused := 0
+	for range 12 {
+		resp, c, _ := w.connect("localhost:" + port)
+		switch {
+		case resp.StatusCode == 502 && hop(resp) == "tiny" && strings.Contains(resp.Header.Get("Proxy-Status"), "permanent pair proxy_denied"):
+			refused++
+		case resp.StatusCode != 200 || hop(resp) != "b":
+			t.Errorf("CONNECT localhost: %d via %q (%s)", resp.StatusCode, hop(resp), resp.Header.Get("Proxy-Status"))
+		}
+		c.Close()
+	}
+	if refused != 1 {
+		// Two exits, twelve picks: tinyproxy is tried at least once, and once is enough.
+		t.Errorf("the client met tinyproxy's refusal %d times, want once", refused)
+	}
+	seen := map[string]int{}
+	for range 20 {
+		resp, c, br := w.connect(target)
+		if resp.StatusCode == 200 {
+			c.Write([]byte("x"))
+			io.ReadFull(br, make([]byte, 1))
+		}
+		seen[hop(resp)]++
+		c.Close()
+	}
+	if seen["tiny"] == 0 || seen["b"] == 0 {
+		t.Errorf("tunnels to another site went through %v, want both exits", seen)
 	}
 }

@@ -39,6 +39,7 @@ type options struct {
 	state        string
 	redis        string
 	redisNS      string
+	redisCluster bool
 	credentials  string
 	allow        string
 	allowPrivate bool
@@ -71,6 +72,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.reload, "reload-interval", pool.DefaultReloadInterval, "how often the proxy list is checked for changes")
 	fs.StringVar(&o.state, "state", "", "SQLite state `FILE`: breakers survive a restart")
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://host:6379/0): daemons sharing it share breakers, bans, limits and budgets")
+	fs.BoolVar(&o.redisCluster, "redis-cluster", false, "-redis names a Redis Cluster: redis://host:port?addr=host2:port2&addr=… seeds")
 	fs.StringVar(&o.redisNS, "redis-namespace", "proxybreaker", "key prefix of the fleet's state in Redis")
 	fs.StringVar(&o.credentials, "credentials", "", "`FILE` of user:password lines the proxy demands of clients (required beyond loopback, unless -allow)")
 	fs.StringVar(&o.allow, "allow", "", "comma-separated client `CIDRs` served (others are disconnected)")

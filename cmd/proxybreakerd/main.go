@@ -53,8 +53,9 @@ func main() {
 	os.Exit(code)
 }
 
-// started, when not nil, is told the addresses the daemon listens on once it serves (tests).
-type started func(proxy, admin string)
+// started, when not nil, is told the addresses the daemon listens on once it serves (tests): the
+// proxy port first, then the profile listeners in the order given, and the admin port ("" for none).
+type started func(proxies []string, admin string)
 
 // run is the command; it returns the exit code.
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer, hup <-chan os.Signal, onStart started) int {
@@ -141,11 +142,11 @@ func setup(o *options, log *slog.Logger) (*daemon, int) {
 			return fail(exitNoInput, "-state: %v", err)
 		}
 	case o.redis != "":
-		ro, err := goredis.ParseURL(o.redis)
+		c, err := redisClient(o.redis, o.redisCluster)
 		if err != nil {
-			return fail(exitUsage, "-redis: %v", pool.RedactRaw(err.Error()))
+			return fail(exitUsage, "-redis: %v", err)
 		}
-		if d.st, err = redisstore.New(goredis.NewClient(ro), redisstore.Settings{Namespace: o.redisNS, Logger: log}); err != nil {
+		if d.st, err = redisstore.New(c, redisstore.Settings{Namespace: o.redisNS, Logger: log}); err != nil {
 			return fail(exitUsage, "-redis: %v", err)
 		}
 	}
@@ -190,6 +191,23 @@ func setup(o *options, log *slog.Logger) (*daemon, int) {
 	d.reloader.Check() // the file as read now: the next change is the first reload
 	d.loaded.Store(true)
 	return d, 0
+}
+
+// redisClient returns a client of the Redis (or, with cluster, the Redis Cluster) at u. The error
+// never quotes the URL, which may hold a password.
+func redisClient(u string, cluster bool) (goredis.UniversalClient, error) {
+	if cluster {
+		co, err := goredis.ParseClusterURL(u)
+		if err != nil {
+			return nil, errors.New("not a Redis Cluster URL (redis://host:port?addr=host2:port2)")
+		}
+		return goredis.NewClusterClient(co), nil
+	}
+	ro, err := goredis.ParseURL(u)
+	if err != nil {
+		return nil, errors.New("not a Redis URL (redis://host:6379/0)")
+	}
+	return goredis.NewClient(ro), nil
 }
 
 func (d *daemon) closeStore(log *slog.Logger) {
@@ -280,7 +298,11 @@ func (d *daemon) serve(ctx context.Context, o *options, log *slog.Logger, hup <-
 	rctx, stopReload := context.WithCancel(context.Background())
 	go d.reloader.Run(rctx)
 	if onStart != nil {
-		onStart(ports[0].ln.Addr().String(), adminAddr)
+		var addrs []string
+		for _, p := range ports {
+			addrs = append(addrs, p.ln.Addr().String())
+		}
+		onStart(addrs, adminAddr)
 	}
 	code := 0
 loop:

@@ -120,7 +120,7 @@ func TestCurlThroughTheDaemon(t *testing.T) {
 	var logs syncWriter
 	go func() {
 		done <- run(ctx, []string{"-proxies", list, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private", "-state", state, "-reload-interval", "1h"},
-			noEnv, io.Discard, &logs, hup, func(p, a string) { addrs <- [2]string{p, a} })
+			noEnv, io.Discard, &logs, hup, func(p []string, a string) { addrs <- [2]string{p[0], a} })
 	}()
 	var proxy, admin string
 	select {
@@ -247,11 +247,22 @@ func (w *syncWriter) String() string {
 	return w.b.String()
 }
 
-// TestTwoDaemonsShareRedis: two daemons on one Redis (-redis): an operator's ban of an exit on one
-// is honoured by the other, which stops sending through it.
+// TestTwoDaemonsShareRedis: two daemons on one Redis (-redis), and on one Redis Cluster of three
+// masters (-redis-cluster): an operator's ban of an exit on one is honoured by the other, which
+// stops sending through it.
 func TestTwoDaemonsShareRedis(t *testing.T) {
+	t.Run("redis", func(t *testing.T) {
+		twoDaemons(t, "redis://"+servertest.Redis(t)+"/0")
+	})
+	t.Run("cluster", func(t *testing.T) {
+		addrs := servertest.StartRedisCluster(t, 3).Addrs()
+		u := "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
+		twoDaemons(t, u, "-redis-cluster")
+	})
+}
+
+func twoDaemons(t *testing.T, redisURL string, extra ...string) {
 	curl := lookCurl(t)
-	redis := servertest.Redis(t)
 	p, err := proxytest.Start(proxytest.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -273,8 +284,8 @@ func TestTwoDaemonsShareRedis(t *testing.T) {
 		d := daemon{done: make(chan int, 1)}
 		var logs syncWriter
 		go func() {
-			d.done <- run(ctx, []string{"-proxies", list, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private", "-redis", "redis://" + redis + "/0"},
-				noEnv, io.Discard, &logs, nil, func(p, a string) { addrs <- [2]string{p, a} })
+			d.done <- run(ctx, append([]string{"-proxies", list, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private", "-redis", redisURL}, extra...),
+				noEnv, io.Discard, &logs, nil, func(p []string, a string) { addrs <- [2]string{p[0], a} })
 		}()
 		select {
 		case a := <-addrs:
@@ -310,4 +321,164 @@ func TestTwoDaemonsShareRedis(t *testing.T) {
 			t.Errorf("daemon exited %d", c)
 		}
 	}
+}
+
+// TestCredentialsAndProfiles: with -credentials the proxy answers 407 to curl without them and
+// serves it with them; a -profile listener applies its fixed options (here country-de) to every
+// request on it.
+func TestCredentialsAndProfiles(t *testing.T) {
+	curl := lookCurl(t)
+	var ps []*proxytest.Proxy
+	reg := &proxytest.Registry{}
+	for _, name := range []string{"us", "de"} {
+		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		ps = append(ps, p)
+	}
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, _ := reg.Lookup(r)
+		io.WriteString(w, name)
+	}))
+	defer origin.Close()
+	dir := t.TempDir()
+	list, creds := filepath.Join(dir, "proxies.txt"), filepath.Join(dir, "creds")
+	os.WriteFile(list, []byte(ps[0].URL().String()+" label=us country=us\n"+ps[1].URL().String()+" label=de country=de\n"), 0o600)
+	os.WriteFile(creds, []byte("# clients\nacct:s3cret\n"), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan []string, 1)
+	done := make(chan int, 1)
+	var logs syncWriter
+	go func() {
+		done <- run(ctx, []string{"-proxies", list, "-listen", "127.0.0.1:0", "-admin", "off", "-allow-private", "-credentials", creds,
+			"-profile", "127.0.0.1:0=country-de"}, noEnv, io.Discard, &logs, nil, func(p []string, _ string) { addrs <- p })
+	}()
+	var ports []string
+	select {
+	case ports = <-addrs:
+	case code := <-done:
+		t.Fatalf("the daemon exited %d: %s", code, logs.String())
+	}
+	curlDo := func(args ...string) string {
+		out, _ := exec.Command(curl, append([]string{"-sS", "--max-time", "10", "-w", " %{http_code}"}, args...)...).CombinedOutput()
+		return string(out)
+	}
+	if out := curlDo("-o", "/dev/null", "-x", "http://"+ports[0], origin.URL); out != " 407" {
+		t.Errorf("curl without credentials: %q, want 407", out)
+	}
+	if out := curlDo("-o", "/dev/null", "-x", "http://acct:wrong@"+ports[0], origin.URL); out != " 407" {
+		t.Errorf("curl with a wrong password: %q, want 407", out)
+	}
+	for range 5 {
+		if out := curlDo("-x", "http://acct:s3cret@"+ports[1], origin.URL); out != "de 200" {
+			t.Errorf("curl through the country-de profile: %q, want de 200", out)
+		}
+	}
+	if out := curlDo("-x", "http://acct-exit-us:s3cret@"+ports[0], origin.URL); out != "us 200" {
+		t.Errorf("curl with exit-us: %q, want us 200", out)
+	}
+	if strings.Contains(logs.String(), "s3cret") || strings.Contains(logs.String(), "wrong") {
+		t.Error("the log shows a password")
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
+
+// pythonScript is what TestPythonRequestsReportsACaptcha runs with Debian's python3 and requests:
+// it fetches an HTTPS page through the daemon with a session in the proxy username, finds a
+// CAPTCHA in it (inside TLS: the daemon cannot see it), reports it by that username on the admin
+// port — never the password — and fetches again with the same session.
+const pythonScript = `
+import json, sys, requests
+proxy, admin, url, ca = sys.argv[1:5]
+user = "acct-session-py1"
+proxies = {"http": "http://%s:pw@%s" % (user, proxy), "https": "http://%s:pw@%s" % (user, proxy)}
+out = []
+for i in range(3):
+    r = requests.get(url, proxies=proxies, verify=ca, timeout=10)
+    out.append(r.text)
+    if "captcha" in r.text:
+        rep = requests.post(admin + "/api/report", json={"site": url, "username": user, "verdict": "captcha"}, timeout=10)
+        out.append("report %d %s" % (rep.status_code, rep.json().get("pair_state")))
+print(json.dumps(out))
+`
+
+// TestPythonRequestsReportsACaptcha: Python requests (Debian's python3-requests) fetches HTTPS
+// through the daemon; the site answers one exit with a CAPTCHA page inside TLS; the script reports
+// it by its proxy username; the pair opens and the session's next request leaves through the other
+// exit, which the site serves.
+func TestPythonRequestsReportsACaptcha(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import requests").Run(); err != nil {
+		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
+			t.Fatalf("python3-requests missing: %v; CI must install it", err)
+		}
+		t.Skipf("python3-requests missing: %v", err)
+	}
+	reg := &proxytest.Registry{}
+	var list strings.Builder
+	for _, name := range []string{"a", "b"} {
+		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		list.WriteString(p.URL().String() + " label=" + name + "\n")
+	}
+	var banned string // the exit the site answers with a CAPTCHA: the first one it sees
+	var mu sync.Mutex
+	site := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, _ := reg.Lookup(r)
+		mu.Lock()
+		if banned == "" {
+			banned = name
+		}
+		b := banned
+		mu.Unlock()
+		if name == b {
+			io.WriteString(w, "<html><title>Verify</title>please solve the captcha</html>")
+			return
+		}
+		io.WriteString(w, "page via "+name)
+	}))
+	defer site.Close()
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: site.Certificate().Raw}), 0o600)
+	lf := filepath.Join(dir, "proxies.txt")
+	os.WriteFile(lf, []byte(list.String()), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan [2]string, 1)
+	done := make(chan int, 1)
+	var logs syncWriter
+	go func() {
+		done <- run(ctx, []string{"-proxies", lf, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private"},
+			noEnv, io.Discard, &logs, nil, func(p []string, a string) { addrs <- [2]string{p[0], a} })
+	}()
+	var a [2]string
+	select {
+	case a = <-addrs:
+	case code := <-done:
+		t.Fatalf("the daemon exited %d: %s", code, logs.String())
+	}
+	out, err := exec.Command(py, "-c", pythonScript, a[0], "http://"+a[1], site.URL+"/item", ca).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	mu.Lock()
+	b := banned
+	mu.Unlock()
+	other := map[string]string{"a": "b", "b": "a"}[b]
+	want := `["<html><title>Verify</title>please solve the captcha</html>", "report 200 open", "page via ` + other + `", "page via ` + other + `"]`
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Errorf("python requests:\n got %s\nwant %s", got, want)
+	}
+	cancel()
+	<-done
 }
