@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 )
@@ -479,6 +481,86 @@ func TestPythonRequestsReportsACaptcha(t *testing.T) {
 	if got := strings.TrimSpace(string(out)); got != want {
 		t.Errorf("python requests:\n got %s\nwant %s", got, want)
 	}
+	cancel()
+	<-done
+}
+
+// TestChromiumThroughAProfileListener: headless Chromium (Debian's), whose --proxy-server carries
+// no credentials, loads an HTTP and an HTTPS page through a -profile listener whose fixed options
+// (country-de) pick the exit; --proxy-bypass-list=<-loopback> makes it proxy loopback targets.
+func TestChromiumThroughAProfileListener(t *testing.T) {
+	const chromium = "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
+			t.Fatalf("chromium missing: %v; CI must install it", err)
+		}
+		t.Skipf("chromium missing: %v", err)
+	}
+	reg := &proxytest.Registry{}
+	var list strings.Builder
+	for _, name := range []string{"us", "de"} {
+		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		list.WriteString(p.URL().String() + " label=" + name + " country=" + name + "\n")
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, _ := reg.Lookup(r)
+		io.WriteString(w, "<html><body>via "+name+"</body></html>")
+	})
+	plain := httptest.NewServer(h)
+	defer plain.Close()
+	secure := httptest.NewTLSServer(h)
+	defer secure.Close()
+	lf := filepath.Join(t.TempDir(), "proxies.txt")
+	os.WriteFile(lf, []byte(list.String()), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan []string, 1)
+	done := make(chan int, 1)
+	var logs syncWriter
+	go func() {
+		done <- run(ctx, []string{"-proxies", lf, "-listen", "127.0.0.1:0", "-admin", "off", "-allow-private", "-profile", "127.0.0.1:0=country-de"},
+			noEnv, io.Discard, &logs, nil, func(p []string, _ string) { addrs <- p })
+	}()
+	var ports []string
+	select {
+	case ports = <-addrs:
+	case code := <-done:
+		t.Fatalf("the daemon exited %d: %s", code, logs.String())
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.ProxyServer("http://"+ports[1]),
+		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		chromedp.Flag("ignore-certificate-errors", true),
+	)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	// The first run starts the browser and binds its life to its context: no timeout on it.
+	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	for _, u := range []string{plain.URL + "/p", secure.URL + "/s"} {
+		tctx, tcancel := context.WithTimeout(bctx, 60*time.Second)
+		err := chromedp.Do(tctx, chromedp.Navigate(u))
+		var text string
+		if err == nil {
+			text, err = chromedp.Run(tctx, chromedp.Text("body"))
+		}
+		tcancel()
+		if err != nil {
+			t.Fatalf("chromium %s: %v", u, err)
+		}
+		if text != "via de" {
+			t.Errorf("chromium %s through the country-de profile: %q, want via de", u, text)
+		}
+	}
+	bcancel()
 	cancel()
 	<-done
 }
