@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/pem"
 	"flag"
 	"io"
@@ -391,10 +392,92 @@ func TestCredentialsAndProfiles(t *testing.T) {
 	}
 }
 
+// captchaWorld is a daemon over two exits, a and b, in front of an HTTPS site that answers the
+// first exit it sees with a CAPTCHA page (inside TLS: the daemon cannot see it) and the other with
+// "page via NAME".
+type captchaWorld struct {
+	proxy, admin, site, ca string
+	mu                     sync.Mutex
+	banned                 string
+}
+
+func startCaptchaWorld(t *testing.T) *captchaWorld {
+	t.Helper()
+	w := &captchaWorld{}
+	reg := &proxytest.Registry{}
+	var list strings.Builder
+	for _, name := range []string{"a", "b"} {
+		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		list.WriteString(p.URL().String() + " label=" + name + "\n")
+	}
+	site := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		name, _ := reg.Lookup(r)
+		w.mu.Lock()
+		if w.banned == "" {
+			w.banned = name
+		}
+		b := w.banned
+		w.mu.Unlock()
+		if name == b {
+			io.WriteString(rw, "<html><title>Verify</title>please solve the captcha</html>")
+			return
+		}
+		io.WriteString(rw, "page via "+name)
+	}))
+	t.Cleanup(site.Close)
+	w.site = site.URL + "/item"
+	dir := t.TempDir()
+	w.ca = filepath.Join(dir, "ca.pem")
+	os.WriteFile(w.ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: site.Certificate().Raw}), 0o600)
+	lf := filepath.Join(dir, "proxies.txt")
+	os.WriteFile(lf, []byte(list.String()), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := make(chan [2]string, 1)
+	done := make(chan int, 1)
+	var logs syncWriter
+	go func() {
+		done <- run(ctx, []string{"-proxies", lf, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private"},
+			noEnv, io.Discard, &logs, nil, func(p []string, a string) { addrs <- [2]string{p[0], a} })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case a := <-addrs:
+		w.proxy, w.admin = a[0], "http://"+a[1]
+	case code := <-done:
+		t.Fatalf("the daemon exited %d: %s", code, logs.String())
+	}
+	return w
+}
+
+// other returns the exit the site serves.
+func (w *captchaWorld) other() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return map[string]string{"a": "b", "b": "a"}[w.banned]
+}
+
+// debianPython returns Debian's python3 when it can import module, skipping the test otherwise
+// (failing it under CI).
+func debianPython(t *testing.T, module string) string {
+	t.Helper()
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import "+module).Run(); err != nil {
+		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
+			t.Fatalf("python3 %s missing: %v; CI must install it", module, err)
+		}
+		t.Skipf("python3 %s missing: %v", module, err)
+	}
+	return py
+}
+
 // pythonScript is what TestPythonRequestsReportsACaptcha runs with Debian's python3 and requests:
 // it fetches an HTTPS page through the daemon with a session in the proxy username, finds a
-// CAPTCHA in it (inside TLS: the daemon cannot see it), reports it by that username on the admin
-// port — never the password — and fetches again with the same session.
+// CAPTCHA in it, reports it by that username on the admin port — never the password — and fetches
+// again with the same session.
 const pythonScript = `
 import json, sys, requests
 proxy, admin, url, ca = sys.argv[1:5]
@@ -415,74 +498,62 @@ print(json.dumps(out))
 // it by its proxy username; the pair opens and the session's next request leaves through the other
 // exit, which the site serves.
 func TestPythonRequestsReportsACaptcha(t *testing.T) {
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import requests").Run(); err != nil {
-		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
-			t.Fatalf("python3-requests missing: %v; CI must install it", err)
-		}
-		t.Skipf("python3-requests missing: %v", err)
-	}
-	reg := &proxytest.Registry{}
-	var list strings.Builder
-	for _, name := range []string{"a", "b"} {
-		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		list.WriteString(p.URL().String() + " label=" + name + "\n")
-	}
-	var banned string // the exit the site answers with a CAPTCHA: the first one it sees
-	var mu sync.Mutex
-	site := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, _ := reg.Lookup(r)
-		mu.Lock()
-		if banned == "" {
-			banned = name
-		}
-		b := banned
-		mu.Unlock()
-		if name == b {
-			io.WriteString(w, "<html><title>Verify</title>please solve the captcha</html>")
-			return
-		}
-		io.WriteString(w, "page via "+name)
-	}))
-	defer site.Close()
-	dir := t.TempDir()
-	ca := filepath.Join(dir, "ca.pem")
-	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: site.Certificate().Raw}), 0o600)
-	lf := filepath.Join(dir, "proxies.txt")
-	os.WriteFile(lf, []byte(list.String()), 0o600)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrs := make(chan [2]string, 1)
-	done := make(chan int, 1)
-	var logs syncWriter
-	go func() {
-		done <- run(ctx, []string{"-proxies", lf, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private"},
-			noEnv, io.Discard, &logs, nil, func(p []string, a string) { addrs <- [2]string{p[0], a} })
-	}()
-	var a [2]string
-	select {
-	case a = <-addrs:
-	case code := <-done:
-		t.Fatalf("the daemon exited %d: %s", code, logs.String())
-	}
-	out, err := exec.Command(py, "-c", pythonScript, a[0], "http://"+a[1], site.URL+"/item", ca).CombinedOutput()
+	py := debianPython(t, "requests")
+	w := startCaptchaWorld(t)
+	out, err := exec.Command(py, "-c", pythonScript, w.proxy, w.admin, w.site, w.ca).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}
-	mu.Lock()
-	b := banned
-	mu.Unlock()
-	other := map[string]string{"a": "b", "b": "a"}[b]
-	want := `["<html><title>Verify</title>please solve the captcha</html>", "report 200 open", "page via ` + other + `", "page via ` + other + `"]`
+	want := `["<html><title>Verify</title>please solve the captcha</html>", "report 200 open", "page via ` + w.other() + `", "page via ` + w.other() + `"]`
 	if got := strings.TrimSpace(string(out)); got != want {
 		t.Errorf("python requests:\n got %s\nwant %s", got, want)
 	}
-	cancel()
-	<-done
+}
+
+// TestScrapyMiddlewareReportsACaptcha: a Scrapy crawl (Debian's python3-scrapy) with the example
+// middleware (examples/scrapy) meets the CAPTCHA inside HTTPS, reports it by its proxy username,
+// retries, and every page it yields comes through the exit the site serves.
+func TestScrapyMiddlewareReportsACaptcha(t *testing.T) {
+	py := debianPython(t, "scrapy")
+	w := startCaptchaWorld(t)
+	dir, err := filepath.Abs("../../examples/scrapy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "pages.json")
+	cmd := exec.Command(py, "-m", "scrapy", "runspider", filepath.Join(dir, "spider.py"), "-a", "url="+w.site, "-a", "n=3", "-o", out,
+		"-s", "PROXYBREAKERD_PROXY=http://acct-session-sc1:pw@"+w.proxy, "-s", "PROXYBREAKERD_ADMIN="+w.admin)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir)
+	cmd.Dir = t.TempDir()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("scrapy: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages []struct {
+		I       int    `json:"i"`
+		Text    string `json:"text"`
+		Retries int    `json:"retries"`
+	}
+	if err := json.Unmarshal(b, &pages); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	retried := 0
+	for _, p := range pages {
+		if p.Text != "page via "+w.other() {
+			t.Errorf("page %d: %q, want page via %s", p.I, p.Text, w.other())
+		}
+		retried += p.Retries
+	}
+	if len(pages) != 3 || retried != 1 {
+		t.Errorf("%d pages, %d retried; want 3 pages, one retried after the report", len(pages), retried)
+	}
+	st := fetch(t, w.admin+"/status?format=json")
+	if !strings.Contains(st, `"last_failure": "blocked"`) {
+		t.Errorf("the status page shows no blocked pair after the report:\n%s", st)
+	}
 }
 
 // TestChromiumThroughAProfileListener: headless Chromium (Debian's), whose --proxy-server carries
