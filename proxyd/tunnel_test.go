@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,4 +316,58 @@ func TestRefusedConnectRoutedAroundForThatSiteOnly(t *testing.T) {
 	if seen["tiny"] == 0 || seen["b"] == 0 {
 		t.Errorf("tunnels to another site went through %v, want both exits", seen)
 	}
+}
+
+// TestTunnelStress: many tunnels at once through three exits while an operator bans and releases
+// one exit's pair over and over (closing its tunnels): under the race detector nothing races, every
+// tunnel ends, and the daemon's counts come back to zero.
+func TestTunnelStress(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true}, "", exitSpec{label: "a"}, exitSpec{label: "b"}, exitSpec{label: "c"})
+	target := rawOrigin(t, echo)
+	origin := w.s.OriginOf(target)
+	stop := make(chan struct{})
+	var flips sync.WaitGroup
+	flips.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w.s.pool.Ban("a", origin, time.Minute, "stress")
+			w.s.pool.Release("a", origin)
+		}
+	})
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				c, err := net.Dial("tcp", w.addr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\n\r\n")
+				br := bufio.NewReader(c)
+				resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+				if err == nil && resp.StatusCode == 200 {
+					c.Write([]byte("abc"))
+					if b := make([]byte, 3); func() error { _, err := io.ReadFull(br, b); return err }() == nil {
+						ok.Add(1)
+					}
+				}
+				c.Close()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	flips.Wait()
+	if ok.Load() < 100 {
+		t.Errorf("%d of 200 tunnels echoed, want most", ok.Load())
+	}
+	waitFor(t, "every tunnel and connection to end", func() bool {
+		return w.s.tunnels.len() == 0 && w.s.conns.Load() == 0 && w.s.Stats().TunnelsOpen == 0
+	})
 }
