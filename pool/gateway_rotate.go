@@ -69,7 +69,7 @@ func (p *Pool) sessionReported(now time.Time, t *ticket, v Verdict, pairAfter br
 	if s == nil || s.done.Load() {
 		return
 	}
-	s.g.egress.heard(now, s, t.origin.key, v) // its egress IP's health for the origin (gateway_egress.go)
+	s.g.egress.heard(now, s, t.origin.key, v, false) // its egress IP's health for the origin (gateway_egress.go)
 	switch {
 	case v.Outcome == Success:
 		if !s.served.Load() {
