@@ -76,7 +76,9 @@ func (p *Pool) sessionReported(now time.Time, t *ticket, v Verdict, pairAfter br
 			s.served.Store(true)
 		}
 		s.bans.servedBy(t.origin.key)
+		p.restServed(now, s.g, t.origin) // a site's run of banned fresh sessions ends (gateway_rest.go)
 	case v.Class == ClassBlocked && pairAfter != breaker.Closed:
+		p.restBanned(now, s, t.origin, !s.bans.knows(t.origin.key)) // a site that bans every fresh session rests (gateway_rest.go)
 		if s.rotateOnBan(t.origin) { // else the ban is held: the pair stays OPEN (gateway_hold.go)
 			p.rotateSession(now, s, RotationBlocked, t.origin.key)
 		}
@@ -104,6 +106,7 @@ func (p *Pool) rotateSession(now time.Time, s *gwSession, why RotationReason, or
 	ns := g.mint(&p.gateways, p, s.slot, now)
 	all := slices.Clone(old.all)
 	all[slices.Index(all, es)] = p.newSessionState(ns.exit, es.tune)
+	p.restMoved(g, s.id, ns.id) // held where its gateway rests, before a pick can see it (gateway_rest.go)
 	p.set.Store(p.buildSet(all))
 	s.done.Store(true)
 	p.retire([]*exitState{es}, false)
