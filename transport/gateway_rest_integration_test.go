@@ -35,7 +35,7 @@ func TestIntegGatewaySiteThatBansEveryAddressRests(t *testing.T) {
 
 	const step = 5 * time.Second
 	type spent struct{ at time.Time }
-	var sent []spent // each request the banning site got
+	var sent []spent     // each request the banning site got
 	for i := range 200 { // 1,000 s: K bans, then rests of 30 s, 1 m, 2 m, 4 m, 8 m
 		res := integGet(r.client, srvBan.URL)
 		switch {
