@@ -78,8 +78,9 @@ func (p *Pool) sessionReported(now time.Time, t *ticket, v Verdict, pairAfter br
 		s.bans.servedBy(t.origin.key)
 		p.restServed(now, s.g, t.origin) // a site's run of banned fresh sessions ends (gateway_rest.go)
 	case v.Class == ClassBlocked && pairAfter != breaker.Closed:
-		p.restBanned(now, s, t.origin, !s.bans.knows(t.origin.key)) // a site that bans every fresh session rests (gateway_rest.go)
-		if s.rotateOnBan(t.origin) {                                // else the ban is held: the pair stays OPEN (gateway_hold.go)
+		// A site that bans every fresh session rests (gateway_rest.go).
+		p.restBanned(now, s, t.origin, !s.bans.knows(t.origin.key))
+		if s.rotateOnBan(t.origin) { // else the ban is held: the pair stays OPEN (gateway_hold.go)
 			p.rotateSession(now, s, RotationBlocked, t.origin.key)
 		}
 	case v.Outcome == Transient && v.ConnLevel && v.Scope == ScopePair:
