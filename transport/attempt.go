@@ -35,8 +35,9 @@ type attempt struct {
 	octx    observedContext
 	rc      io.ReadCloser
 	status  int
-	verdict pool.Verdict // a successful attempt's verdict, applied when the body ends
-	trace   *connTrace   // notes the attempt's connection, whose bytes it claims (traffic.go); nil with WithBase
+	verdict pool.Verdict                // a successful attempt's verdict, applied when the body ends
+	trace   *connTrace                  // notes the attempt's connection, whose bytes it claims (traffic.go); nil with WithBase
+	dialed  atomic.Pointer[countedConn] // the last connection dialled for it, whose setup it claims too (traffic.go)
 	done    atomic.Bool
 	phase   atomic.Int32 // phaseHeaders, phaseTimedOut, phaseBody
 

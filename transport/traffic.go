@@ -22,11 +22,15 @@ import (
 // had arrived by then, and the rest of its body goes to the next attempt on the connection; and the
 // next request on a kept-alive connection may start before the attempt before it has claimed. On an
 // HTTP/2 connection carrying several attempts at once, an attempt claims its siblings' bytes so
-// far as well as its own. What no attempt claims — the TLS close of an idle connection, a
-// connection that never carried a request (a refused CONNECT, an HTTP/2 connection net/http dialled
-// in a race and dropped) — the connection counts for its exit when it closes, and for the origin of
-// the attempt that dialled it (pool.Pool.AddTraffic): it is on no AttemptResult. With WithBase, or
-// a template whose DialTLSContext dials an https:// proxy, nothing is counted.
+// far as well as its own. An attempt also claims, when it ends, what the last connection dialled
+// for it has carried so far, whether or not it used it: the CONNECT, TLS handshake and HTTP/2
+// preface of a connection net/http dialled in a race and kept idle, or dropped, are the
+// attempt's that caused them. What no attempt claims — the TLS close of an idle connection, the
+// HTTP/2 frames after its last attempt, a connection whose attempt ended before its dial did —
+// the connection counts for its exit when it closes, and for the origin of the attempt that
+// dialled it (pool.Pool.AddTraffic): it is on no AttemptResult, and observers hear it as a
+// pool.ConnectionTraffic (otelbreaker records it under the origin pool.ConnectionOrigin). With
+// WithBase, or a template whose DialTLSContext dials an https:// proxy, nothing is counted.
 
 // countedConn is a connection to an exit's proxy that counts the bytes read and written on it.
 type countedConn struct {
@@ -56,6 +60,7 @@ func (k connCounter) wrap(ctx context.Context, c net.Conn) *countedConn {
 	}
 	if a, ok := ctx.Value(attemptKey).(*attempt); ok {
 		cc.origin = a.info.Origin
+		a.dialed.Store(cc)
 	}
 	return cc
 }
@@ -205,6 +210,12 @@ func (a *attempt) traffic() pool.Traffic {
 		return pool.Traffic{}
 	}
 	tr := ct.claim()
+	if c := a.dialed.Swap(nil); c != nil {
+		// A connection dialled for the attempt that another attempt used, or none did (an HTTP/2
+		// dial that lost a race, a tunnel never used): its setup so far is the attempt's. When it
+		// is the attempt's own connection, claimed just above, this claims what arrived since.
+		tr = tr.Add(c.claim())
+	}
 	if ct.kept {
 		select {
 		case a.t.traces <- ct:
