@@ -3,9 +3,11 @@ package otelbreaker_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +57,50 @@ func wireOrigin(t *testing.T, tls, h2 bool) *httptest.Server {
 	}
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// dialWatch counts the dials in flight, from the hooks of an httptrace.ClientTrace: a dial starts
+// at ConnectStart and ends when its connection is ready (ConnectDone without TLS, after the TLS
+// handshake with it) or fails. CloseIdleConnections cancels dials in flight, and a dial given up
+// mid-handshake leaves bytes the proxy sent that no client read: the test waits for them first.
+type dialWatch struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	n    int
+}
+
+func newDialWatch() *dialWatch {
+	w := &dialWatch{}
+	w.cond = sync.NewCond(&w.mu)
+	return w
+}
+
+func (w *dialWatch) add(d int) {
+	w.mu.Lock()
+	w.n += d
+	w.mu.Unlock()
+	w.cond.Broadcast()
+}
+
+func (w *dialWatch) trace(secure bool) *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		ConnectStart: func(string, string) { w.add(1) },
+		ConnectDone: func(_, _ string, err error) {
+			if err != nil || !secure {
+				w.add(-1)
+			}
+		},
+		TLSHandshakeDone: func(tls.ConnectionState, error) { w.add(-1) },
+	}
+}
+
+// wait returns once no dial is in flight.
+func (w *dialWatch) wait() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.n > 0 {
+		w.cond.Wait()
+	}
 }
 
 // within1000 reports whether got is within 0.1 % of want.
@@ -120,8 +166,10 @@ func TestBytesCounterMatchesProxySockets(t *testing.T) {
 			}
 			t.Cleanup(func() { tr.Close() })
 			c := &http.Client{Transport: tr}
+			dials := newDialWatch()
+			ctx := httptrace.WithClientTrace(context.Background(), dials.trace(tc.tls))
 			do := func(method, path string, body []byte) {
-				req, _ := http.NewRequest(method, origin.URL+path, bytes.NewReader(body))
+				req, _ := http.NewRequestWithContext(ctx, method, origin.URL+path, bytes.NewReader(body))
 				resp, err := c.Do(req)
 				if err != nil {
 					t.Errorf("%s %s: %v", method, path, err)
@@ -147,6 +195,7 @@ func TestBytesCounterMatchesProxySockets(t *testing.T) {
 			if t.Failed() {
 				return
 			}
+			dials.wait()
 			tr.CloseIdleConnections()
 			if err := px.AwaitClientsGone(t.Context()); err != nil {
 				t.Fatal(err)

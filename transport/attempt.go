@@ -35,9 +35,8 @@ type attempt struct {
 	octx    observedContext
 	rc      io.ReadCloser
 	status  int
-	verdict pool.Verdict                // a successful attempt's verdict, applied when the body ends
-	trace   *connTrace                  // notes the attempt's connection, whose bytes it claims (traffic.go); nil with WithBase
-	dialed  atomic.Pointer[countedConn] // the last connection dialled for it, whose setup it claims too (traffic.go)
+	verdict pool.Verdict // a successful attempt's verdict, applied when the body ends
+	trace   *connTrace   // notes the attempt's connection, whose bytes it claims (traffic.go); nil with WithBase
 	done    atomic.Bool
 	phase   atomic.Int32 // phaseHeaders, phaseTimedOut, phaseBody
 
