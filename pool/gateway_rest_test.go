@@ -62,6 +62,7 @@ func TestGatewaySiteThatBansEverySessionRests(t *testing.T) {
 	if len(attempts) > pool.GatewayRestAfter+12 {
 		t.Errorf("%d attempts at the banning site in 2 h, want at most %d", len(attempts), pool.GatewayRestAfter+12)
 	}
+	t.Logf("%d attempts at %s in 2 h, %d rotations", len(attempts), bans, len(rec.list()))
 	if got := len(rec.list()); got > len(attempts) {
 		t.Errorf("%d rotations, want at most one per banned session (%d)", got, len(attempts))
 	}
