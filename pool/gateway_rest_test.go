@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,4 +123,43 @@ func TestGatewaySiteRestNeedsARunOfFreshBans(t *testing.T) {
 		t.Errorf("Resting = %+v, want none: no %d fresh sessions were banned in a row", r, pool.GatewayRestAfter)
 	}
 	pickReport(gwOK)
+}
+
+// Many workers at once against a site that bans every session, and another that serves: under
+// the race detector nothing deadlocks or races, the gateway serves the other site at every try,
+// and the banning site gets a few sessions — the run of K (and those already in flight when it
+// ended, one per worker at most) and a probe per rest — not one per try.
+func TestGatewaySiteRestStress(t *testing.T) {
+	p, clk, _ := gatewayPool(t, gwBase+" sessions=8", pool.WithSeed(3))
+	const workers, tries = 8, 200
+	var mu sync.Mutex
+	banned := 0
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range tries {
+				if w == 0 && i%10 == 0 {
+					clk.Advance(time.Second)
+				}
+				if l, err := p.Pick(context.Background(), pool.Request{Origin: "bans.example"}); err == nil {
+					mu.Lock()
+					banned++
+					mu.Unlock()
+					l.Report(gwBlocked)
+				}
+				l, err := p.Pick(context.Background(), pool.Request{Origin: "other.example"})
+				if err != nil {
+					t.Errorf("Pick(other.example) = %v: the gateway keeps serving other sites", err)
+					return
+				}
+				l.Report(gwOK)
+			}
+		})
+	}
+	wg.Wait()
+	// 20 s of fake time: the run, then one rest of 30 s (±25 %) that has not ended.
+	if max := pool.GatewayRestAfter + workers + 2; banned > max {
+		t.Errorf("banning site got %d sessions of %d tries, want at most %d", banned, workers*tries, max)
+	}
+	t.Logf("banning site got %d sessions of %d tries", banned, workers*tries)
 }
