@@ -1,8 +1,10 @@
 # The two commands a newcomer needs: `make demo` and `make test`.
 GO ?= go
 
-# Debian packages the integration tests exec: installed by `make test` when missing.
-APT_PACKAGES := tinyproxy squid redis-server prometheus chromium
+# Debian packages the integration tests exec or import: installed by `make test` when missing.
+# wrk, Python's requests and Scrapy, and systemd (for systemd-analyze) are proxybreakerd's
+# real clients and checks (issue 37).
+APT_PACKAGES := tinyproxy squid redis-server prometheus chromium wrk python3-requests python3-scrapy systemd
 
 .PHONY: demo test deps vet bench fuzz daemon
 
@@ -21,11 +23,12 @@ test: deps
 	$(GO) test -race -count=1 -timeout 30m ./...
 	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
-## deps: apt-get install the servers the integration tests start, when they are missing.
+## deps: apt-get install the servers and clients the integration tests use, when they are missing
+## (a package counts as present when dpkg has it installed).
 deps:
 	@missing=""; \
 	for p in $(APT_PACKAGES); do \
-		command -v $$p >/dev/null 2>&1 || [ -x /usr/sbin/$$p ] || [ -x /usr/bin/$$p ] || missing="$$missing $$p"; \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "make: installing$$missing"; \
