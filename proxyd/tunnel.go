@@ -2,6 +2,7 @@ package proxyd
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -73,7 +74,11 @@ func (s *Server) openTunnel(host, target string, opts Options) (*tunnel, *refusa
 	}
 	origin := s.cfg.OriginKey(&url.URL{Scheme: schemeForPort(target), Host: target})
 	ctx := s.ctx
-	lease, err := s.pool.Pick(ctx, opts.request(origin))
+	// A pick that would wait for a rate-limit token waits at most the handshake timeout: past it
+	// the pool refuses at once (a *pool.ThrottledError), and the client hears 503 with Retry-After.
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.HandshakeTimeout)
+	lease, err := s.pool.Pick(pctx, opts.request(origin))
+	cancel()
 	if err != nil {
 		return nil, pickRefusal(err)
 	}
