@@ -29,7 +29,8 @@ import (
 //     byte back: a connection failure (ClassConnection, connection-level);
 //   - no byte back within FirstByteTimeout of the client's first bytes: a stall, judged a timeout;
 //     the tunnel is closed so that the client's retry goes elsewhere;
-//   - a client that leaves first, or a tunnel the daemon closes, says nothing of the exit.
+//   - a client that leaves first, or a tunnel the daemon closes, says nothing of the exit; nor does
+//     a tunnel the client keeps silent past FirstByteTimeout, whose lease is given back then.
 //
 // Bytes each way are counted on the exit's socket: those up to the verdict go with the report
 // (Lease.ReportTrafficAt), the rest to the exit's and origin's totals when the tunnel ends
@@ -54,6 +55,7 @@ type tunnel struct {
 	clientGone bool
 	killed     bool
 	stall      clock.Timer
+	idle       clock.Timer // the client's silence since the opening (idleRelease)
 	reported   pool.Traffic // the bytes that went with the report
 }
 
@@ -172,6 +174,11 @@ func (t *tunnel) run(client net.Conn, br *bufio.Reader) {
 	if killed {
 		client.Close() // its pair opened between the setup and now
 	}
+	t.mu.Lock()
+	if !t.judged && t.firstSent.IsZero() {
+		t.idle = t.s.pool.Clock().AfterFunc(t.s.cfg.FirstByteTimeout, t.idleRelease)
+	}
+	t.mu.Unlock()
 	t.s.metrics.tunnelOpened()
 	defer t.s.metrics.tunnelClosed()
 	defer t.s.tunnels.remove(t)
@@ -254,7 +261,23 @@ func (t *tunnel) clientSent(b byte) {
 		return
 	}
 	t.firstSent, t.firstByte = t.s.pool.Clock().Now(), b
+	if t.idle != nil {
+		t.idle.Stop()
+	}
 	t.stall = t.s.pool.Clock().AfterFunc(t.s.cfg.FirstByteTimeout, t.stalled)
+}
+
+// idleRelease gives the lease back, unjudged, when the client has sent nothing for
+// FirstByteTimeout since the tunnel opened (a browser's preconnect, say): the lease would hold the
+// exit's place in the pool — a probe slot, its count of leases out — for as long as the client
+// keeps the tunnel idle. The tunnel stays open; what it carries later is not judged.
+func (t *tunnel) idleRelease() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.judged || !t.firstSent.IsZero() {
+		return
+	}
+	t.judgeLocked(pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled})
 }
 
 // answered judges the tunnel by the first byte the exit relayed.
@@ -311,6 +334,9 @@ func (t *tunnel) judgeLocked(v pool.Verdict) {
 	t.judged = true
 	if t.stall != nil {
 		t.stall.Stop()
+	}
+	if t.idle != nil {
+		t.idle.Stop()
 	}
 	now := t.s.pool.Clock().Now()
 	at := now

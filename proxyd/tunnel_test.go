@@ -371,3 +371,26 @@ func TestTunnelStress(t *testing.T) {
 		return w.s.tunnels.len() == 0 && w.s.conns.Load() == 0 && w.s.Stats().TunnelsOpen == 0
 	})
 }
+
+// TestIdleTunnelGivesItsLeaseBack: a tunnel whose client sends nothing past FirstByteTimeout gives
+// its lease back unjudged (the exit's count of attempts in flight returns to zero) and stays open:
+// the client's later bytes still go through.
+func TestIdleTunnelGivesItsLeaseBack(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true, FirstByteTimeout: 200 * time.Millisecond}, "", exitSpec{label: "a"})
+	_, c, br := w.connect(rawOrigin(t, echo))
+	if n := w.s.pool.Snapshot().Exits[0].InFlight; n != 1 {
+		t.Fatalf("in flight with the tunnel open = %d, want 1", n)
+	}
+	waitFor(t, "the lease to come back", func() bool { return w.s.pool.Snapshot().Exits[0].InFlight == 0 })
+	if n := w.s.verdictCount("neutral", "canceled"); n != 1 {
+		t.Errorf("neutral verdicts = %d, want 1", n)
+	}
+	c.Write([]byte("late"))
+	b := make([]byte, 4)
+	if _, err := io.ReadFull(br, b); err != nil || string(b) != "late" {
+		t.Errorf("the idle tunnel's later bytes: %q %v", b, err)
+	}
+	if n := w.s.verdictCount("success", "ok") + w.s.verdictCount("transient", "timeout"); n != 0 {
+		t.Errorf("the released tunnel was judged again (%d verdicts)", n)
+	}
+}
