@@ -55,7 +55,7 @@ type tunnel struct {
 	clientGone bool
 	killed     bool
 	stall      clock.Timer
-	idle       clock.Timer // the client's silence since the opening (idleRelease)
+	idle       clock.Timer  // the client's silence since the opening (idleRelease)
 	reported   pool.Traffic // the bytes that went with the report
 }
 
