@@ -171,7 +171,11 @@ func (l *labeler) origin(origin string) string {
 // labels returns the metric labels of (exit, origin key): the origin mapped by WithOriginLabel,
 // and both replaced by OverflowLabel when the pair is new and the cap is reached.
 func (l *labeler) labels(exit, origin string) (string, string) {
-	origin = l.origin(origin)
+	return l.pairLabels(exit, l.origin(origin))
+}
+
+// pairLabels is labels for an origin label already mapped (or, pool.ConnectionOrigin, not one to map).
+func (l *labeler) pairLabels(exit, origin string) (string, string) {
 	if l.max < 0 {
 		return exit, origin
 	}

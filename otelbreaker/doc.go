@@ -8,6 +8,8 @@
 //	            → Observer.StateChanged (pool.Observer: trips)
 //	            → Observer.AttemptFinished: verdict attributes, transition events, span ended,
 //	              attempt counter, duration histogram, bytes counter (AttemptResult.Bytes)
+//	a connection closes with bytes no attempt claimed → Observer.ConnectionTraffic
+//	              (pool.TrafficObserver): bytes and spend counters, origin "(connection)"
 //	Pool.Pick refused or throttled → Observer.Refused, Observer.Throttled (pool.Observer)
 //	Prometheus/OTLP reader → callback (Observer.Bind) → Pool.Snapshot → breaker state gauges
 //

@@ -69,9 +69,10 @@ type Observer struct {
 }
 
 var (
-	_ transport.Observer = (*Observer)(nil)
-	_ pool.Observer      = (*Observer)(nil)
-	_ pool.Binder        = (*Observer)(nil)
+	_ transport.Observer   = (*Observer)(nil)
+	_ pool.Observer        = (*Observer)(nil)
+	_ pool.Binder          = (*Observer)(nil)
+	_ pool.TrafficObserver = (*Observer)(nil)
 )
 
 // New returns an Observer configured by opts. It creates the tracer and every instrument at once;
@@ -269,6 +270,24 @@ func (o *Observer) AttemptFinished(ctx context.Context, r transport.AttemptResul
 		span.SetStatus(codes.Error, string(v.Class))
 	}
 	span.End(trace.WithTimestamp(end))
+}
+
+// ConnectionTraffic records bytes no attempt claimed (a connection's TLS close, the HTTP/2 frames
+// after its last attempt, a tunnel dialled and never used) on the bytes and spend counters, under
+// the exit's label and the origin pool.ConnectionOrigin: summed per exit, the bytes counter then
+// holds every byte the exit's connections carried, as Snapshot's ExitStatus.Bytes does.
+func (o *Observer) ConnectionTraffic(c pool.ConnectionTraffic) {
+	ctx := context.Background()
+	exit, origin := o.lab.pairLabels(c.Exit.Label(), pool.ConnectionOrigin)
+	if c.Bytes.Sent > 0 {
+		o.in.bytes.Add(ctx, c.Bytes.Sent, o.lab.option(optKey{kind: kindBytes, exit: exit, origin: origin, a: directionTransmit}, buildBytes).add...)
+	}
+	if c.Bytes.Received > 0 {
+		o.in.bytes.Add(ctx, c.Bytes.Received, o.lab.option(optKey{kind: kindBytes, exit: exit, origin: origin, a: directionReceive}, buildBytes).add...)
+	}
+	if c.Spend > 0 {
+		o.in.spend.Add(ctx, c.Spend, o.lab.option(optKey{kind: kindSpend, exit: exit, origin: origin}, buildSpend).add...)
+	}
 }
 
 func buildAttempt(k optKey) attribute.Set {

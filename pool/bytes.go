@@ -128,5 +128,40 @@ func (p *Pool) AddTraffic(e *Exit, origin string, tr Traffic) {
 	if o != nil {
 		o.traffic.add(tr)
 	}
-	p.spendOutside(es, o, tr)
+	spend := p.spendOutside(es, o, tr)
+	var ev ConnectionTraffic
+	made := false
+	for _, x := range p.obs.load() {
+		if to, ok := x.o.(TrafficObserver); ok {
+			if !made {
+				ev, made = ConnectionTraffic{Exit: es.exit, Origin: origin, Bytes: tr, Spend: units(spend)}, true
+			}
+			to.ConnectionTraffic(ev)
+		}
+	}
+}
+
+// ConnectionOrigin is the origin label a metric gives bytes that no attempt claimed
+// (ConnectionTraffic): package otelbreaker records them on the bytes and spend counters under
+// it, so that a counter summed per exit holds every byte the exit's connections carried.
+const ConnectionOrigin = "(connection)"
+
+// ConnectionTraffic is bytes that moved through an exit outside any attempt's report
+// (AddTraffic): what a connection carried after its last attempt claimed, such as its TLS
+// close, or HTTP/2 frames that came after.
+type ConnectionTraffic struct {
+	Exit *Exit
+	// Origin is the origin of the attempt that dialled the connection, "" when unknown. The
+	// totals of Snapshot.Traffic count the bytes there; metrics label them ConnectionOrigin.
+	Origin string
+	Bytes  Traffic
+	Spend  float64 // what they cost, in the pool's cost unit (their price per byte)
+}
+
+// TrafficObserver is implemented by observers that want to hear of the bytes counted outside any
+// attempt. An Observer given to the pool that also implements it is called on each such count —
+// once per connection that closes with bytes unclaimed — with no lock held, possibly
+// concurrently, from the goroutine that closed the connection; it must be quick.
+type TrafficObserver interface {
+	ConnectionTraffic(t ConnectionTraffic)
 }

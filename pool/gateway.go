@@ -79,6 +79,7 @@ type gateway struct {
 
 	rotations [rotationReasons]atomic.Uint64
 	egress    egressBans // egress IPs banned per origin (gateway_egress.go)
+	rests     siteRests  // sites that ban every fresh session, resting (gateway_rest.go)
 }
 
 // gwSession is one live (or retired) session of a gateway.

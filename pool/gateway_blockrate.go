@@ -49,18 +49,28 @@ func isRotating(e *Exit) bool {
 	return ok && v == rotatingAttr && e.gw == nil && !isTemplate(e)
 }
 
+// Rotating reports whether e is a rotating gateway: rotate=request on a line without {session},
+// a proxy that gives every new connection a new IP. Package transport keeps no connection of such
+// an exit alive (no keep-alive, no HTTP/2), so that every request, and every retry, opens a new
+// one — over HTTPS a new CONNECT — and leaves from a new IP.
+func (e *Exit) Rotating() bool { return isRotating(e) }
+
 // checkRotating checks the rotate= attribute of a line without {session}: request, or none.
 func checkRotating(e *Exit) error {
 	if v, ok := e.Attr("rotate"); ok && v != rotatingAttr {
 		return fmt.Errorf("rotate %q: a line without {session} takes rotate=request (a new IP per request) or no rotate", v)
 	}
-	return nil
+	return checkEgressLine(e) // gateway_egress.go
 }
 
 // blockRates is a rotating gateway's block rate per origin; nil for every other exit.
 type blockRates struct {
 	mu sync.Mutex
 	m  map[string]*blockRate
+	// egress: the egress IPs its attempts were given and the bans per (IP, origin), when the line
+	// names egress-header= (gateway_egress.go).
+	egress   egressBans
+	egressOn bool
 }
 
 // blockRate is one origin's decayed counts of answers and blocks, as of at.
@@ -74,7 +84,8 @@ func newBlockRates(e *Exit) *blockRates {
 	if !isRotating(e) {
 		return nil
 	}
-	return &blockRates{m: make(map[string]*blockRate)}
+	_, egressOn := e.Attr("egress-header")
+	return &blockRates{m: make(map[string]*blockRate), egressOn: egressOn}
 }
 
 // decay brings r's counts to now.

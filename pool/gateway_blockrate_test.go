@@ -135,3 +135,21 @@ func TestRotatingGatewayLineErrors(t *testing.T) {
 		t.Errorf("a static exit's block: pair %v, want OPEN", st)
 	}
 }
+
+// egress-header= on a line that can report no egress IP — neither a session template nor a
+// rotating gateway — is refused, the error naming the line (its number) and the attribute, never
+// the password; on those two it is accepted.
+func TestEgressHeaderOnlyOnGatewayLines(t *testing.T) {
+	_, err := pool.ReadExits(strings.NewReader("http://acct:s3cret@static.example:8080 label=plain egress-header=X-Egress-IP"))
+	if err == nil || !strings.Contains(err.Error(), "egress-header") || !strings.Contains(err.Error(), "line 1") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("ReadExits(a static line with egress-header) = %v, want an error naming the line and egress-header, not the password", err)
+	}
+	for _, line := range []string{
+		rotLine + " egress-header=X-Egress-IP",
+		"http://acct-session-{session}:s3cret@gate.example:7777 egress-header=X-Egress-IP",
+	} {
+		if _, err := pool.ReadExits(strings.NewReader(line)); err != nil {
+			t.Errorf("ReadExits(%q) = %v, want it accepted", line, err)
+		}
+	}
+}

@@ -18,7 +18,12 @@ import (
 // that origin: over HTTPS the attempt is abandoned before its request is sent and re-dialled
 // through the replacement, at most MaxEgressRedials times per request (then an
 // *EgressBannedError). Egress IPs are no credentials: they may appear in errors and snapshots;
-// session ids never do. Only gateways with rotate=on (the default) keep egress health.
+// session ids never do. Gateways with rotate=on (the default) keep egress health, and so do
+// rotating gateways (rotate=request on a line without {session}): there the IP is the attempt's,
+// not a session's — every connection gets a new one — so an attempt handed a banned IP is
+// abandoned and re-dialled through the same gateway (a new CONNECT: a new IP), and a block bans
+// the IP its attempt was given. A rotate=off template ignores egress-header=, and a line that is
+// neither a template nor rotating refuses it (checkEgressLine).
 
 // Egress settings.
 const (
@@ -59,22 +64,24 @@ type egressKey struct {
 	origin string
 }
 
-// egressBans is a gateway's egress IPs: each live session's, and the bans per origin.
+// egressBans is a gateway's egress IPs: each live session's (or, for a rotating gateway, each
+// attempt in flight's: the key is its *Lease), and the bans per origin.
 type egressBans struct {
 	mu   sync.Mutex
-	of   map[*gwSession]netip.Addr // the IP each session was last seen with
-	bans map[egressKey]time.Time   // until when
+	of   map[any]netip.Addr      // the IP each session (attempt) was last seen with
+	bans map[egressKey]time.Time // until when
 	// ofCap: once of holds this many, retired sessions are dropped from it (amortised: the
 	// next check is at twice the sessions kept).
 	ofCap int
 }
 
-// set records that s leaves from ip, and reports whether ip is banned for origin at now.
-func (b *egressBans) set(now time.Time, s *gwSession, ip netip.Addr, origin string) bool {
+// set records that s (a *gwSession, or a rotating gateway's *Lease) leaves from ip, and reports
+// whether ip is banned for origin at now.
+func (b *egressBans) set(now time.Time, s any, ip netip.Addr, origin string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.of == nil {
-		b.of, b.bans = make(map[*gwSession]netip.Addr), make(map[egressKey]time.Time)
+		b.of, b.bans = make(map[any]netip.Addr), make(map[egressKey]time.Time)
 	}
 	if _, known := b.of[s]; !known && len(b.of) >= b.ofCap {
 		b.dropRetired()
@@ -92,10 +99,11 @@ func (b *egressBans) set(now time.Time, s *gwSession, ip netip.Addr, origin stri
 	return ok
 }
 
-// heard applies verdict v on a request of s for origin to s's egress IP, if it is known.
-func (b *egressBans) heard(now time.Time, s *gwSession, origin string, v Verdict) {
+// heard applies verdict v on a request of s for origin to s's egress IP, if it is known. With
+// forget (a rotating gateway's lease, whose IP was its attempt's alone) s's IP is forgotten.
+func (b *egressBans) heard(now time.Time, s any, origin string, v Verdict, forget bool) {
 	blocked := v.Outcome == Transient && v.Class == ClassBlocked
-	if !blocked && v.Outcome != Success {
+	if !blocked && v.Outcome != Success && !forget {
 		return
 	}
 	b.mu.Lock()
@@ -103,6 +111,12 @@ func (b *egressBans) heard(now time.Time, s *gwSession, origin string, v Verdict
 	ip, ok := b.of[s]
 	if !ok {
 		return
+	}
+	if forget {
+		delete(b.of, s)
+		if !blocked && v.Outcome != Success {
+			return
+		}
 	}
 	k := egressKey{ip, origin}
 	if !blocked {
@@ -115,11 +129,12 @@ func (b *egressBans) heard(now time.Time, s *gwSession, origin string, v Verdict
 	b.bans[k] = now.Add(EgressBanFor)
 }
 
-// dropRetired forgets the IPs of retired sessions. b.mu is held.
+// dropRetired forgets the IPs of retired sessions, and those of a rotating gateway's leases (the
+// leases in flight lose theirs: their verdicts then judge no IP). b.mu is held.
 func (b *egressBans) dropRetired() {
-	for s := range b.of {
-		if s.done.Load() {
-			delete(b.of, s)
+	for k := range b.of {
+		if s, ok := k.(*gwSession); !ok || s.done.Load() {
+			delete(b.of, k)
 		}
 	}
 }
@@ -158,10 +173,16 @@ func (b *egressBans) banned(now time.Time) int {
 // IP), before it is reported: the verdict then counts for (ip, origin) under the gateway too. It
 // reports whether ip is banned for the lease's origin; if it is, the session was retired and
 // replaced (RotationEgress), and the caller should abandon the attempt — Release the lease — and
-// pick again. Leases of other exits than a gateway's session (with rotate=on) ignore it and
-// report false.
+// pick again. A rotating gateway's lease (rotate=request) reports whether ip is banned for the
+// origin, and its verdict then judges ip. Leases of other exits ignore it and report false.
 func (l *Lease) SetEgress(ip netip.Addr) bool {
-	if l.p == nil || !ip.IsValid() || !l.p.gateways.live.get(l.t.id) { // reads only what the pick set: safe from a dialing goroutine
+	if l.p == nil || !ip.IsValid() {
+		return false
+	}
+	if b := l.t.exit.blocks; b != nil { // a rotating gateway (gateway_blockrate.go): the IP is this attempt's
+		return b.egress.set(l.p.clock.Now(), l, ip.Unmap(), l.t.origin.key)
+	}
+	if !l.p.gateways.live.get(l.t.id) { // reads only what the pick set: safe from a dialing goroutine
 		return false
 	}
 	s := l.p.gateways.session(l.t.id)
@@ -174,4 +195,22 @@ func (l *Lease) SetEgress(ip netip.Addr) bool {
 	}
 	l.p.rotateSession(now, s, RotationEgress, l.t.origin.key)
 	return true
+}
+
+// rotatingEgressDone applies the verdict of a rotating gateway's lease to the egress IP its
+// attempt was given, if any, and forgets the lease's IP (released: no verdict). Other leases do
+// nothing but a nil check.
+func (l *Lease) rotatingEgressDone(now time.Time, v Verdict) {
+	if b := l.t.exit.blocks; b != nil && b.egressOn {
+		b.egress.heard(now, l, l.t.origin.key, v, true)
+	}
+}
+
+// checkEgressLine refuses egress-header= on a line that can use no egress IP: one that is neither
+// a session template nor a rotating gateway.
+func checkEgressLine(e *Exit) error {
+	if _, ok := e.Attr("egress-header"); ok && !isTemplate(e) && !isRotating(e) {
+		return fmt.Errorf("egress-header: only a session template ({session}) or a rotating gateway (rotate=request) reports an egress IP")
+	}
+	return nil
 }

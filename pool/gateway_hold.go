@@ -65,6 +65,13 @@ func (b *sessionBans) bannedBy(origin string) bool {
 	return len(b.banned) >= RotateBans || len(b.banned) > len(b.served)
 }
 
+// knows reports whether origin has answered the session: served it, or has it out for a ban.
+func (b *sessionBans) knows(origin string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Contains(b.served, origin) || slices.Contains(b.banned, origin)
+}
+
 // without returns s without x, in any order.
 func without(s []string, x string) []string {
 	if i := slices.Index(s, x); i >= 0 {

@@ -69,14 +69,17 @@ func (p *Pool) sessionReported(now time.Time, t *ticket, v Verdict, pairAfter br
 	if s == nil || s.done.Load() {
 		return
 	}
-	s.g.egress.heard(now, s, t.origin.key, v) // its egress IP's health for the origin (gateway_egress.go)
+	s.g.egress.heard(now, s, t.origin.key, v, false) // its egress IP's health for the origin (gateway_egress.go)
 	switch {
 	case v.Outcome == Success:
 		if !s.served.Load() {
 			s.served.Store(true)
 		}
 		s.bans.servedBy(t.origin.key)
+		p.restServed(now, s.g, t.origin) // a site's run of banned fresh sessions ends (gateway_rest.go)
 	case v.Class == ClassBlocked && pairAfter != breaker.Closed:
+		// A site that bans every fresh session rests (gateway_rest.go).
+		p.restBanned(now, s, t.origin, !s.bans.knows(t.origin.key))
 		if s.rotateOnBan(t.origin) { // else the ban is held: the pair stays OPEN (gateway_hold.go)
 			p.rotateSession(now, s, RotationBlocked, t.origin.key)
 		}
@@ -104,6 +107,7 @@ func (p *Pool) rotateSession(now time.Time, s *gwSession, why RotationReason, or
 	ns := g.mint(&p.gateways, p, s.slot, now)
 	all := slices.Clone(old.all)
 	all[slices.Index(all, es)] = p.newSessionState(ns.exit, es.tune)
+	p.restMoved(g, s.id, ns.id) // held where its gateway rests, before a pick can see it (gateway_rest.go)
 	p.set.Store(p.buildSet(all))
 	s.done.Store(true)
 	p.retire([]*exitState{es}, false)

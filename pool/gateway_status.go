@@ -29,6 +29,9 @@ type GatewayStatus struct {
 	// EgressBans is how many (egress IP, origin) bans the gateway keeps in force
 	// (egress-header=, gateway_egress.go).
 	EgressBans int `json:"egress_bans,omitempty"`
+	// Resting are the sites resting on the gateway, by origin: each banned GatewayRestAfter of its
+	// fresh sessions in a row (gateway_rest.go).
+	Resting []SiteRest `json:"resting,omitempty"`
 }
 
 // Gateway returns the label of the gateway e is a session of, or "" for any other exit. A
@@ -63,6 +66,8 @@ func (p *Pool) gatewayStatuses(now time.Time) []GatewayStatus {
 			gs.Sessions = append(gs.Sessions, s.exit.label)
 		}
 		g.mu.Unlock()
+		gs.Resting = g.restsAt()
+		slices.SortFunc(gs.Resting, func(a, b SiteRest) int { return cmp.Compare(a.Origin, b.Origin) })
 		for r := range rotationReasons {
 			if n := g.rotations[r].Load(); n > 0 {
 				if gs.Rotations == nil {

@@ -23,8 +23,11 @@ import (
 //	session-ttl=D       the provider's sticky lifetime: a session is retired and replaced once it
 //	                    is this old, on the pool's clock (default none)
 //	rotate=on|off       replace a failing session, or one whose bans tip it over, at once
-//	                    (default on; gateway_hold.go); off keeps each session until its TTL, as
-//	                    static lines would be
+//	                    (default on; gateway_hold.go) — but a site that bans GatewayRestAfter
+//	                    fresh sessions in a row rests on the gateway (gateway_rest.go); off keeps
+//	                    each session until its TTL, as static lines would be
+//	egress-header=H     the response header the provider reports a session's IP in
+//	                    (gateway_egress.go)
 //	session-length=N    characters in a minted id, 4 to 64 (default 10)
 //	session-chars=S     the characters ids are drawn from, 2 to 64 distinct ASCII letters and
 //	                    digits (default a-z and 0-9: 36^10, about 2^52 ids)

@@ -22,6 +22,9 @@ type groupHolds struct {
 	held  atomic.Pointer[map[uint32]*groupHold]
 	mu    sync.Mutex
 	watch map[string]*groupWatch // by group key, made at the origin's first ban of a grouped exit
+	// rests counts the gateways' site rests holding the origin (gateway_rest.go): while any is
+	// in force the idle sweep keeps the origin, and so the rest.
+	rests atomic.Int32
 }
 
 // groupWatch is one group's recent bans by one origin, and its hold while one is in force.
@@ -45,6 +48,9 @@ type groupHold struct {
 	// probe is the instant (UnixNano, never 0) the probe out was admitted at; 0: none. A probe
 	// that gave no verdict within the pool's probe lease frees the slot.
 	probe atomic.Int64
+	// until (UnixNano), when not 0, shuts the slot until then: a gateway's site rest
+	// (gateway_rest.go). Group holds leave it 0.
+	until atomic.Int64
 }
 
 // heldOff reports whether exit id is held for the origin and its group's probe is out: the pick
@@ -65,6 +71,9 @@ func heldIn(m *map[uint32]*groupHold, now time.Time, id uint32, lease time.Durat
 }
 
 func (g *groupHold) probeOut(now time.Time, lease time.Duration) bool {
+	if u := g.until.Load(); u != 0 && now.UnixNano() < u {
+		return true // resting: no probe yet
+	}
 	at := g.probe.Load()
 	return at != 0 && now.UnixNano()-at < int64(lease)
 }
@@ -74,6 +83,9 @@ func slotMark(t time.Time) int64 { return max(t.UnixNano(), 1) }
 
 // take takes the hold's probe slot for an attempt admitted at now.
 func (g *groupHold) take(now time.Time, lease time.Duration) bool {
+	if u := g.until.Load(); u != 0 && now.UnixNano() < u {
+		return false
+	}
 	for {
 		at := g.probe.Load()
 		if at != 0 && now.UnixNano()-at < int64(lease) {

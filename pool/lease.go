@@ -149,6 +149,7 @@ func (l *Lease) report(now time.Time, v Verdict, tr Traffic) Reported {
 		l.t.retries.avoidExit(l.t.exit.exit)
 	}
 	pair, exit := l.p.finish(now, &l.t, v, l.path)
+	l.rotatingEgressDone(now, v) // a rotating gateway's egress IP (gateway_egress.go)
 	if l.p.gateways.live.get(l.t.id) {
 		l.p.sessionReported(now, &l.t, v, pair) // a gateway's session: rotate it? (gateway_rotate.go)
 	}
@@ -187,5 +188,6 @@ func (l *Lease) ReleaseAt(now time.Time) {
 	}
 	l.done = true
 	l.p.release(now, &l.t)
+	l.rotatingEgressDone(now, Verdict{Outcome: Neutral})
 	l.p.groupsHear(&l.t, false, l.groupProbe)
 }

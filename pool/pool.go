@@ -436,7 +436,7 @@ func (p *Pool) Sweep(now time.Time) {
 				o.learning.set(id, false)
 			}
 		}
-		empty := len(o.pairs) == 0 && o.guard.idle(now, p.idleTTL)
+		empty := len(o.pairs) == 0 && o.guard.idle(now, p.idleTTL) && o.kin.rests.Load() == 0 // a gateway's site rest keeps it (gateway_rest.go)
 		o.mu.Unlock()
 		if !empty {
 			continue
@@ -444,7 +444,7 @@ func (p *Pool) Sweep(now time.Time) {
 		dropped := p.origins.drop(o, func() bool {
 			o.mu.Lock()
 			defer o.mu.Unlock()
-			if len(o.pairs) != 0 || !o.guard.idle(now, p.idleTTL) {
+			if len(o.pairs) != 0 || !o.guard.idle(now, p.idleTTL) || o.kin.rests.Load() != 0 {
 				return false
 			}
 			o.dead.Store(true) // under o.mu: pairFor adds no pair to it from now on

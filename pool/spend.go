@@ -29,8 +29,8 @@ func (p *Pool) spendOn(t *ticket, tr Traffic) int64 {
 
 // spendOutside counts what bytes moved outside any lease cost (AddTraffic): their price per byte,
 // charged to the tier's budgets at the pool's current time. o is nil when the pool does not keep
-// the origin.
-func (p *Pool) spendOutside(es *exitState, o *originState, tr Traffic) {
+// the origin. It returns the spend in nano-units.
+func (p *Pool) spendOutside(es *exitState, o *originState, tr Traffic) int64 {
 	c := p.CostOf(es.exit)
 	c.PerRequest = 0
 	n := c.nanos(tr)
@@ -43,6 +43,7 @@ func (p *Pool) spendOutside(es *exitState, o *originState, tr Traffic) {
 	if p.spend.budgets != nil {
 		p.chargeBudgets(es.exit.tier, p.clock.Now(), tr, n)
 	}
+	return n
 }
 
 // spent returns what a counter's attempts cost, in units; 0 for a nil counter.

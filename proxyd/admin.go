@@ -33,6 +33,8 @@ type AdminConfig struct {
 //	GET  /status           the breakers: HTML, or JSON with ?format=json (package statuspage)
 //	POST /status           ban or release: {"action":"ban","exit":"dc-1","origin":"shop.example","for":"15m"}
 //	POST /api/report       a client's verdict for (exit or username, site): Report
+//	POST /api/ban          {"exit":"dc-1","site":"https://shop.example/","for":"15m","reason":"…"}: Override
+//	POST /api/release      {"exit":"dc-1","site":"shop.example"}; no site: the exit for every site
 //	GET  /api/stats        the daemon's own counts (Stats), JSON
 //	     /debug/pprof/     with AdminConfig.Pprof
 func (s *Server) Admin(c AdminConfig) (http.Handler, error) {
@@ -59,6 +61,8 @@ func (s *Server) Admin(c AdminConfig) (http.Handler, error) {
 	}
 	mux.Handle("/status", page)
 	mux.HandleFunc("/api/report", s.serveReport)
+	mux.HandleFunc("POST /api/ban", s.serveOverride(true))
+	mux.HandleFunc("POST /api/release", s.serveOverride(false))
 	mux.HandleFunc("GET /api/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Stats()) })
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/status", http.StatusFound) })
 	if c.Pprof {

@@ -226,3 +226,33 @@ func TestRedactionScan(t *testing.T) {
 		t.Error("the scan read no metrics")
 	}
 }
+
+// TestBanAndReleaseAPI: /api/ban takes the site as a URL and bans the pair of its origin key;
+// /api/release closes it again; a bad duration or an unknown exit is a 400 that says so.
+func TestBanAndReleaseAPI(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true}, "", exitSpec{label: "a"})
+	admin := adminOf(t, w, AdminConfig{})
+	code, body := post(t, admin.URL+"/api/ban", `{"exit":"a","site":"https://Shop.example/cart?x=1","for":"15m","reason":"ops"}`)
+	if code != 200 || !strings.Contains(body, `"origin":"shop.example"`) {
+		t.Fatalf("ban: %d %q", code, body)
+	}
+	pairs := w.s.pool.Snapshot().Pairs
+	if len(pairs) != 1 || pairs[0].Origin != "shop.example" || pairs[0].Breaker.State != breaker.Open {
+		t.Errorf("after the ban: %+v, want shop.example OPEN", pairs)
+	}
+	if code, body := post(t, admin.URL+"/api/release", `{"exit":"a","site":"shop.example"}`); code != 200 {
+		t.Errorf("release: %d %q", code, body)
+	}
+	if st := w.s.pool.Snapshot().Pairs; len(st) == 1 && st[0].Breaker.State != breaker.Closed {
+		t.Errorf("after the release: %v, want CLOSED", st[0].Breaker.State)
+	}
+	for _, c := range []struct{ path, body, want string }{
+		{"/api/ban", `{"exit":"a","for":"soon"}`, "want a Go duration"},
+		{"/api/ban", `{"exit":"zz","for":"1m"}`, "no exit labelled"},
+		{"/api/release", `{"exit":"a","password":"x"}`, "unknown field"},
+	} {
+		if code, body := post(t, admin.URL+c.path, c.body); code != 400 || !strings.Contains(body, c.want) {
+			t.Errorf("%s %s: %d %q, want 400 containing %q", c.path, c.body, code, body, c.want)
+		}
+	}
+}

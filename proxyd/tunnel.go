@@ -2,6 +2,7 @@ package proxyd
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -28,7 +29,8 @@ import (
 //     byte back: a connection failure (ClassConnection, connection-level);
 //   - no byte back within FirstByteTimeout of the client's first bytes: a stall, judged a timeout;
 //     the tunnel is closed so that the client's retry goes elsewhere;
-//   - a client that leaves first, or a tunnel the daemon closes, says nothing of the exit.
+//   - a client that leaves first, or a tunnel the daemon closes, says nothing of the exit; nor does
+//     a tunnel the client keeps silent past FirstByteTimeout, whose lease is given back then.
 //
 // Bytes each way are counted on the exit's socket: those up to the verdict go with the report
 // (Lease.ReportTrafficAt), the rest to the exit's and origin's totals when the tunnel ends
@@ -53,6 +55,7 @@ type tunnel struct {
 	clientGone bool
 	killed     bool
 	stall      clock.Timer
+	idle       clock.Timer  // the client's silence since the opening (idleRelease)
 	reported   pool.Traffic // the bytes that went with the report
 }
 
@@ -73,7 +76,11 @@ func (s *Server) openTunnel(host, target string, opts Options) (*tunnel, *refusa
 	}
 	origin := s.cfg.OriginKey(&url.URL{Scheme: schemeForPort(target), Host: target})
 	ctx := s.ctx
-	lease, err := s.pool.Pick(ctx, opts.request(origin))
+	// A pick that would wait for a rate-limit token waits at most the handshake timeout: past it
+	// the pool refuses at once (a *pool.ThrottledError), and the client hears 503 with Retry-After.
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.HandshakeTimeout)
+	lease, err := s.pool.Pick(pctx, opts.request(origin))
+	cancel()
 	if err != nil {
 		return nil, pickRefusal(err)
 	}
@@ -167,6 +174,11 @@ func (t *tunnel) run(client net.Conn, br *bufio.Reader) {
 	if killed {
 		client.Close() // its pair opened between the setup and now
 	}
+	t.mu.Lock()
+	if !t.judged && t.firstSent.IsZero() {
+		t.idle = t.s.pool.Clock().AfterFunc(t.s.cfg.FirstByteTimeout, t.idleRelease)
+	}
+	t.mu.Unlock()
 	t.s.metrics.tunnelOpened()
 	defer t.s.metrics.tunnelClosed()
 	defer t.s.tunnels.remove(t)
@@ -249,7 +261,23 @@ func (t *tunnel) clientSent(b byte) {
 		return
 	}
 	t.firstSent, t.firstByte = t.s.pool.Clock().Now(), b
+	if t.idle != nil {
+		t.idle.Stop()
+	}
 	t.stall = t.s.pool.Clock().AfterFunc(t.s.cfg.FirstByteTimeout, t.stalled)
+}
+
+// idleRelease gives the lease back, unjudged, when the client has sent nothing for
+// FirstByteTimeout since the tunnel opened (a browser's preconnect, say): the lease would hold the
+// exit's place in the pool — a probe slot, its count of leases out — for as long as the client
+// keeps the tunnel idle. The tunnel stays open; what it carries later is not judged.
+func (t *tunnel) idleRelease() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.judged || !t.firstSent.IsZero() {
+		return
+	}
+	t.judgeLocked(pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled})
 }
 
 // answered judges the tunnel by the first byte the exit relayed.
@@ -306,6 +334,9 @@ func (t *tunnel) judgeLocked(v pool.Verdict) {
 	t.judged = true
 	if t.stall != nil {
 		t.stall.Stop()
+	}
+	if t.idle != nil {
+		t.idle.Stop()
 	}
 	now := t.s.pool.Clock().Now()
 	at := now

@@ -2,6 +2,7 @@ package proxyd
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -9,6 +10,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -313,5 +317,103 @@ func TestRefusedConnectRoutedAroundForThatSiteOnly(t *testing.T) {
 	}
 	if seen["tiny"] == 0 || seen["b"] == 0 {
 		t.Errorf("tunnels to another site went through %v, want both exits", seen)
+	}
+}
+
+// TestTunnelStress: many tunnels at once through three exits while an operator bans and releases
+// one exit's pair over and over (closing its tunnels): under the race detector nothing races, every
+// tunnel ends, and the daemon's counts come back to zero.
+func TestTunnelStress(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true}, "", exitSpec{label: "a"}, exitSpec{label: "b"}, exitSpec{label: "c"})
+	target := rawOrigin(t, echo)
+	origin := w.s.OriginOf(target)
+	stop := make(chan struct{})
+	var flips sync.WaitGroup
+	flips.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w.s.pool.Ban("a", origin, time.Minute, "stress")
+			w.s.pool.Release("a", origin)
+		}
+	})
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				c, err := net.Dial("tcp", w.addr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\n\r\n")
+				br := bufio.NewReader(c)
+				resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+				if err == nil && resp.StatusCode == 200 {
+					c.Write([]byte("abc"))
+					if b := make([]byte, 3); func() error { _, err := io.ReadFull(br, b); return err }() == nil {
+						ok.Add(1)
+					}
+				}
+				c.Close()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	flips.Wait()
+	if ok.Load() < 100 {
+		t.Errorf("%d of 200 tunnels echoed, want most", ok.Load())
+	}
+	waitFor(t, "every tunnel and connection to end", func() bool {
+		return w.s.tunnels.len() == 0 && w.s.conns.Load() == 0 && w.s.Stats().TunnelsOpen == 0
+	})
+}
+
+// TestIdleTunnelGivesItsLeaseBack: a tunnel whose client sends nothing past FirstByteTimeout gives
+// its lease back unjudged (the exit's count of attempts in flight returns to zero) and stays open:
+// the client's later bytes still go through.
+func TestIdleTunnelGivesItsLeaseBack(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true, FirstByteTimeout: 200 * time.Millisecond}, "", exitSpec{label: "a"})
+	_, c, br := w.connect(rawOrigin(t, echo))
+	if n := w.s.pool.Snapshot().Exits[0].InFlight; n != 1 {
+		t.Fatalf("in flight with the tunnel open = %d, want 1", n)
+	}
+	waitFor(t, "the lease to come back", func() bool { return w.s.pool.Snapshot().Exits[0].InFlight == 0 })
+	if n := w.s.verdictCount("neutral", "canceled"); n != 1 {
+		t.Errorf("neutral verdicts = %d, want 1", n)
+	}
+	c.Write([]byte("late"))
+	b := make([]byte, 4)
+	if _, err := io.ReadFull(br, b); err != nil || string(b) != "late" {
+		t.Errorf("the idle tunnel's later bytes: %q %v", b, err)
+	}
+	if n := w.s.verdictCount("success", "ok") + w.s.verdictCount("transient", "timeout"); n != 0 {
+		t.Errorf("the released tunnel was judged again (%d verdicts)", n)
+	}
+}
+
+// A tunnel whose dial failed because the daemon ran out of descriptors (or buffers) blames
+// neither the exit nor the pair, however the error is wrapped: judged as theirs it would open the
+// pair and close every live tunnel on it.
+func TestDialExhaustionBlamesNoOne(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true}, "", exitSpec{label: "a"})
+	e := w.s.pool.Snapshot().Exits[0]
+	exit := w.s.pool.Exit(e.Exit)
+	if exit == nil {
+		t.Fatalf("no exit labelled %q", e.Exit)
+	}
+	want := pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassNotAttempted}
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS} {
+		dial := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", errno)}
+		for name, err := range map[string]error{"proxy dial": dial, "direct dial": &originFault{err: dial}} {
+			if got := w.s.judgeDial(context.Background(), exit, "shop.test", err); got != want {
+				t.Errorf("%v (%s): judgeDial = %+v, want %+v", errno, name, got, want)
+			}
+		}
 	}
 }

@@ -365,6 +365,10 @@ func (s *Server) judgeDial(ctx context.Context, e *pool.Exit, origin string, err
 	switch {
 	case errors.Is(err, ErrForbiddenTarget):
 		return pool.Verdict{Outcome: pool.Neutral, Scope: pool.ScopeOrigin, Class: pool.ClassBadRequest}
+	case transport.IsLocalExhaustion(err):
+		// The daemon ran out of descriptors (or buffers): no exit's fault, and judging it as the
+		// pair's would open it and close every live tunnel on it.
+		return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassNotAttempted}
 	case ctx.Err() != nil:
 		return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled}
 	case errors.As(err, &of) && of.dns:

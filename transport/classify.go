@@ -181,6 +181,11 @@ func (c *StandardClassifier) classifyError(a *Attempt) pool.Verdict {
 		// retired already (egress.go).
 		return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassNotAttempted}
 	}
+	if IsLocalExhaustion(err) {
+		// This process ran out of descriptors or buffers before anything left: no exit or
+		// origin is to blame, and judging it as theirs would open every pair it touched.
+		return pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassNotAttempted}
+	}
 	var pce *ProxyConnectError
 	if errors.As(err, &pce) {
 		return c.classifyConnect(pce, a.Now)
@@ -343,4 +348,13 @@ func isTimeout(err error) bool {
 		return true
 	}
 	return errors.Is(err, errHeaderTimeout)
+}
+
+// IsLocalExhaustion reports whether err is this host running out of a local resource (open
+// files, socket buffers, memory) rather than anything a proxy or an origin did. The default
+// classifier judges such a failure neutral (ClassNotAttempted), and so should any code that judges
+// its own dials (proxybreakerd's tunnels do).
+func IsLocalExhaustion(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
 }

@@ -465,3 +465,24 @@ func TestStandardClassifierCustomDetector(t *testing.T) {
 		t.Errorf("pool.Classify(403 cf-mitigated + recaptcha) detector = %q, want %q", got.Detector, "cloudflare")
 	}
 }
+
+// A dial that fails because this process ran out of descriptors or buffers blames no one: the
+// verdict is neutral, whatever wraps the error.
+func TestClassifyLocalExhaustionIsNeutral(t *testing.T) {
+	want := pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassNotAttempted}
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM} {
+		dial := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", errno)}
+		for name, err := range map[string]error{
+			"dial":         dial,
+			"proxyconnect": &net.OpError{Op: "proxyconnect", Net: "tcp", Err: dial},
+			"url":          &url.Error{Op: "Get", URL: "http://shop.example/", Err: dial},
+		} {
+			if got := DefaultClassifier.Classify(&Attempt{Err: err}); got != want {
+				t.Errorf("%v (%s): Classify = %+v, want %+v", errno, name, got, want)
+			}
+		}
+	}
+	if IsLocalExhaustion(syscall.ECONNREFUSED) {
+		t.Error("IsLocalExhaustion(ECONNREFUSED) = true, want false")
+	}
+}

@@ -15,9 +15,11 @@ import (
 //
 //   - over HTTPS, from the reply to the CONNECT, in the exit transport's OnProxyConnectResponse
 //     (template.go), before any byte of the request reaches the origin. An IP the origin has
-//     banned makes the pool retire the session; the dial fails with an egress rejection, the
-//     attempt counts nothing (a neutral verdict) and the request is re-dialled through a fresh
-//     session, at most pool.MaxEgressRedials times, then fails with a *pool.EgressBannedError
+//     banned makes the pool retire the session; the dial fails with an egress rejection (the
+//     tunnel is closed, no request sent through it), the attempt counts nothing (a neutral
+//     verdict) and the request is re-dialled through a fresh session — through a rotating
+//     gateway (rotate=request), through the gateway again: a new CONNECT, a new IP — at most
+//     pool.MaxEgressRedials times, then fails with a *pool.EgressBannedError
 //     (errors.Is pool.ErrEgressBanned) inside the *AttemptError. A request whose body cannot be
 //     sent twice (a Body without GetBody) is not re-dialled: it fails with the rejection;
 //   - over plain HTTP, from the origin's response — the request has reached the origin by then,
@@ -37,9 +39,10 @@ func (e *egressRejectedError) Error() string {
 	return "transport: gateway " + e.gateway + " assigned egress IP " + e.ip.String() + ", banned by " + e.origin
 }
 
-// egressHeader returns the header e's gateway reports its egress IP in; "" for none.
+// egressHeader returns the header e's gateway reports its egress IP in; "" for none. A session of
+// a template gateway and a rotating gateway (rotate=request) read it; other exits have none.
 func egressHeader(e *pool.Exit) string {
-	if e.Gateway() == "" {
+	if e.Gateway() == "" && !e.Rotating() {
 		return ""
 	}
 	h, _ := e.Attr("egress-header")
@@ -67,7 +70,11 @@ func connectEgress(ctx context.Context, h string, res *http.Response) error {
 	if !a.lease.SetEgress(ip) {
 		return nil
 	}
-	return &egressRejectedError{gateway: a.info.Exit.Gateway(), origin: a.info.Origin, ip: ip}
+	gw := a.info.Exit.Gateway()
+	if gw == "" {
+		gw = a.info.Exit.Label() // a rotating gateway is its own exit
+	}
+	return &egressRejectedError{gateway: gw, origin: a.info.Origin, ip: ip}
 }
 
 // responseEgress hands the IP a plain-HTTP response through a gateway reports to the attempt's

@@ -2,10 +2,12 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/pool"
@@ -48,6 +50,9 @@ func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, reso
 		}
 		return nil
 	}
+	if e.Rotating() {
+		oneRequestPerConn(tr)
+	}
 	switch e.Scheme() {
 	case pool.SchemeDirect:
 		directTransport(tr, template, counter) // direct.go
@@ -59,6 +64,26 @@ func newExitTransport(p *pool.Pool, e *pool.Exit, template *http.Transport, reso
 		tr.DialContext = countingDial(counter, template.DialContext, template.Dial) // traffic.go
 	}
 	return tr
+}
+
+// oneRequestPerConn makes tr close each connection after one response: a rotating gateway
+// (rotate=request) chooses its IP per connection — over HTTPS per CONNECT, the tunnel keeping its
+// IP for as long as it lives — so a kept-alive HTTP/1.1 connection, or an HTTP/2 one carrying
+// every request at once, would send every request and every retry from one IP, banned or not.
+// HTTP/2 is off: it exists to share a connection.
+func oneRequestPerConn(tr *http.Transport) {
+	tr.DisableKeepAlives = true
+	tr.ForceAttemptHTTP2 = false
+	var h1 http.Protocols
+	h1.SetHTTP1(true)
+	tr.Protocols = &h1
+	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	if c := tr.TLSClientConfig; c != nil && slices.Contains(c.NextProtos, "h2") {
+		// A template that has carried requests offers h2 in its TLS config already.
+		c = c.Clone()
+		c.NextProtos = slices.DeleteFunc(c.NextProtos, func(p string) bool { return p == "h2" })
+		tr.TLSClientConfig = c
+	}
 }
 
 // NewExitTransport returns a new *http.Transport that sends every request through e, built exactly

@@ -22,11 +22,15 @@ import (
 // had arrived by then, and the rest of its body goes to the next attempt on the connection; and the
 // next request on a kept-alive connection may start before the attempt before it has claimed. On an
 // HTTP/2 connection carrying several attempts at once, an attempt claims its siblings' bytes so
-// far as well as its own. What no attempt claims — the TLS close of an idle connection, a
-// connection that never carried a request (a refused CONNECT, an HTTP/2 connection net/http dialled
-// in a race and dropped) — the connection counts for its exit when it closes, and for the origin of
-// the attempt that dialled it (pool.Pool.AddTraffic): it is on no AttemptResult. With WithBase, or
-// a template whose DialTLSContext dials an https:// proxy, nothing is counted.
+// far as well as its own. An attempt also claims, when it ends, what the last connection dialled
+// for it has carried so far, whether or not it used it: the CONNECT, TLS handshake and HTTP/2
+// preface of a connection net/http dialled in a race and kept idle, or dropped, are the
+// attempt's that caused them. What no attempt claims — the TLS close of an idle connection, the
+// HTTP/2 frames after its last attempt, a connection whose attempt ended before its dial did —
+// the connection counts for its exit when it closes, and for the origin of the attempt that
+// dialled it (pool.Pool.AddTraffic): it is on no AttemptResult, and observers hear it as a
+// pool.ConnectionTraffic (otelbreaker records it under the origin pool.ConnectionOrigin). With
+// WithBase, or a template whose DialTLSContext dials an https:// proxy, nothing is counted.
 
 // countedConn is a connection to an exit's proxy that counts the bytes read and written on it.
 type countedConn struct {
@@ -56,15 +60,22 @@ func (k connCounter) wrap(ctx context.Context, c net.Conn) *countedConn {
 	}
 	if a, ok := ctx.Value(attemptKey).(*attempt); ok {
 		cc.origin = a.info.Origin
+		if a.trace != nil {
+			a.trace.dialed.Store(cc)
+		}
 	}
 	return cc
 }
 
-// Close counts what no attempt claimed and closes the connection. What TLS writes as it closes
+// Close counts what no attempt claimed — with what arrived and was never read (traffic_unread_*.go)
+// — and closes the connection. What TLS writes as it closes
 // (its close_notify) has been written by then; counting first means that once the proxy sees the
 // connection end, the totals hold all it carried.
 func (c *countedConn) Close() error {
 	c.owner.conns.remove(c)
+	if n := unread(c.Conn); n > 0 {
+		c.received.Add(n) // arrived, never read: it crossed the wire all the same
+	}
 	if c.owner.pool != nil {
 		c.owner.pool.AddTraffic(c.owner.exit, c.origin, c.claim())
 	}
@@ -155,6 +166,10 @@ type connTrace struct {
 	// earlier holds what the attempt claimed from a connection net/http gave it before the last
 	// (HTTP/2 retries a request on another connection when the first one went away).
 	earlierSent, earlierReceived atomic.Int64
+	// dialed is the last connection dialled for the attempt (the dial's context carries it),
+	// whose setup it claims whether or not it used it. Here, not in the attempt, which fills
+	// its size class (TestAttemptFitsItsSizeClass).
+	dialed atomic.Pointer[countedConn]
 }
 
 func (ct *connTrace) gotConn(info httptrace.GotConnInfo) {
@@ -205,6 +220,14 @@ func (a *attempt) traffic() pool.Traffic {
 		return pool.Traffic{}
 	}
 	tr := ct.claim()
+	if c := ct.dialed.Swap(nil); c != nil && c.owner.exit == a.info.Exit {
+		// A connection dialled for the attempt that another attempt used, or none did (an HTTP/2
+		// dial that lost a race, a tunnel never used): its setup so far is the attempt's. When it
+		// is the attempt's own connection, claimed just above, this claims what arrived since. A
+		// dial that ended after its attempt may have noted its connection in the trace of a later
+		// one (traces are kept): on the same exit it is claimed there; else left to its close.
+		tr = tr.Add(c.claim())
+	}
 	if ct.kept {
 		select {
 		case a.t.traces <- ct:

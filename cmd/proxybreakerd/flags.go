@@ -118,7 +118,8 @@ Flags:
 	})
 	fmt.Fprint(w, `
 Signals: SIGHUP reloads the proxy list; SIGINT and SIGTERM drain within -shutdown-timeout.
-Admin port: /metrics /healthz /readyz /status /api/report /api/stats (/debug/pprof/ with -pprof).
+Admin port: /metrics /healthz /readyz /status /api/report /api/ban /api/release /api/stats
+(/debug/pprof/ with -pprof).
 `)
 }
 

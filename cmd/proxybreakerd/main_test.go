@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 )
@@ -387,98 +388,4 @@ func TestCredentialsAndProfiles(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d", code)
 	}
-}
-
-// pythonScript is what TestPythonRequestsReportsACaptcha runs with Debian's python3 and requests:
-// it fetches an HTTPS page through the daemon with a session in the proxy username, finds a
-// CAPTCHA in it (inside TLS: the daemon cannot see it), reports it by that username on the admin
-// port — never the password — and fetches again with the same session.
-const pythonScript = `
-import json, sys, requests
-proxy, admin, url, ca = sys.argv[1:5]
-user = "acct-session-py1"
-proxies = {"http": "http://%s:pw@%s" % (user, proxy), "https": "http://%s:pw@%s" % (user, proxy)}
-out = []
-for i in range(3):
-    r = requests.get(url, proxies=proxies, verify=ca, timeout=10)
-    out.append(r.text)
-    if "captcha" in r.text:
-        rep = requests.post(admin + "/api/report", json={"site": url, "username": user, "verdict": "captcha"}, timeout=10)
-        out.append("report %d %s" % (rep.status_code, rep.json().get("pair_state")))
-print(json.dumps(out))
-`
-
-// TestPythonRequestsReportsACaptcha: Python requests (Debian's python3-requests) fetches HTTPS
-// through the daemon; the site answers one exit with a CAPTCHA page inside TLS; the script reports
-// it by its proxy username; the pair opens and the session's next request leaves through the other
-// exit, which the site serves.
-func TestPythonRequestsReportsACaptcha(t *testing.T) {
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import requests").Run(); err != nil {
-		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
-			t.Fatalf("python3-requests missing: %v; CI must install it", err)
-		}
-		t.Skipf("python3-requests missing: %v", err)
-	}
-	reg := &proxytest.Registry{}
-	var list strings.Builder
-	for _, name := range []string{"a", "b"} {
-		p, err := proxytest.Start(proxytest.Config{Name: name, Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		list.WriteString(p.URL().String() + " label=" + name + "\n")
-	}
-	var banned string // the exit the site answers with a CAPTCHA: the first one it sees
-	var mu sync.Mutex
-	site := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, _ := reg.Lookup(r)
-		mu.Lock()
-		if banned == "" {
-			banned = name
-		}
-		b := banned
-		mu.Unlock()
-		if name == b {
-			io.WriteString(w, "<html><title>Verify</title>please solve the captcha</html>")
-			return
-		}
-		io.WriteString(w, "page via "+name)
-	}))
-	defer site.Close()
-	dir := t.TempDir()
-	ca := filepath.Join(dir, "ca.pem")
-	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: site.Certificate().Raw}), 0o600)
-	lf := filepath.Join(dir, "proxies.txt")
-	os.WriteFile(lf, []byte(list.String()), 0o600)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrs := make(chan [2]string, 1)
-	done := make(chan int, 1)
-	var logs syncWriter
-	go func() {
-		done <- run(ctx, []string{"-proxies", lf, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-allow-private"},
-			noEnv, io.Discard, &logs, nil, func(p []string, a string) { addrs <- [2]string{p[0], a} })
-	}()
-	var a [2]string
-	select {
-	case a = <-addrs:
-	case code := <-done:
-		t.Fatalf("the daemon exited %d: %s", code, logs.String())
-	}
-	out, err := exec.Command(py, "-c", pythonScript, a[0], "http://"+a[1], site.URL+"/item", ca).CombinedOutput()
-	if err != nil {
-		t.Fatalf("python: %v\n%s", err, out)
-	}
-	mu.Lock()
-	b := banned
-	mu.Unlock()
-	other := map[string]string{"a": "b", "b": "a"}[b]
-	want := `["<html><title>Verify</title>please solve the captcha</html>", "report 200 open", "page via ` + other + `", "page via ` + other + `"]`
-	if got := strings.TrimSpace(string(out)); got != want {
-		t.Errorf("python requests:\n got %s\nwant %s", got, want)
-	}
-	cancel()
-	<-done
 }

@@ -31,7 +31,9 @@ type BanOrigin struct {
 	run    map[netip.Addr]int       // served since the last ban
 	banned map[netip.Addr]time.Time // until when; the zero time: for ever
 	blocks int
-	order  []netip.Addr // addresses in the order they were first served
+	// blocked counts the requests answered 403, per address.
+	blocked map[netip.Addr]int
+	order   []netip.Addr // addresses in the order they were first served
 }
 
 // Ban bans addr for ever.
@@ -80,6 +82,14 @@ func (o *BanOrigin) Blocks() int {
 	return o.blocks
 }
 
+// BlocksOf returns how many requests from addr were answered 403: how often a banned address
+// was sent traffic.
+func (o *BanOrigin) BlocksOf(addr netip.Addr) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.blocked[addr]
+}
+
 // Addrs returns the addresses served, in the order each was first served.
 func (o *BanOrigin) Addrs() []netip.Addr {
 	o.mu.Lock()
@@ -105,6 +115,10 @@ func (o *BanOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	banned := o.isBanned(addr, now)
 	if banned {
 		o.blocks++
+		if o.blocked == nil {
+			o.blocked = map[netip.Addr]int{}
+		}
+		o.blocked[addr]++
 	} else {
 		if o.served == nil {
 			o.served, o.run = map[netip.Addr]int{}, map[netip.Addr]int{}
