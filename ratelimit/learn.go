@@ -80,6 +80,9 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 		// before the reset counted in it.
 		own = fit
 		p.hold(own, reset, true, true)
+	case p.win != nil && p.lengthen(reset):
+		// Held to a guessed period (period.go): the period is longer, the count was right.
+		p.struck = t
 	case p.win != nil:
 		// Re-aligned on the reset the origin announced; allowed one less only when the window
 		// before also ended in a 429 (one 429 may be a window the pair saw out of line).
@@ -95,8 +98,19 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 	case p.since != 0 && p.sent > 0 && reset-p.since <= consecutive*p.longest:
 		l, sure := natural(time.Duration(reset - p.since))
 		w := Window{N: int(p.sent), Length: l}
+		guess := false
+		if !onBoundary(p.since) || !onBoundary(reset) {
+			// Not a clock-aligned window's resets: a block may have outlasted the period
+			// (period.go); the pair is held to the shortest period its successes allow.
+			w.Length, guess = guessPeriod(time.Duration(t-p.first), l)
+			if !guess {
+				w.Length = l
+			}
+		}
 		p.hold(w, reset, false, sure)
-		if sure {
+		if guess {
+			p.guess = int64(l)
+		} else if sure {
 			own = w // an unsure window is not the origin's prior: its other pairs would take it
 		}
 	case !prior.IsZero():
@@ -143,7 +157,7 @@ func natural(d time.Duration) (l time.Duration, sure bool) {
 // fitted, a natural length, an origin's prior) ends the keeping of success instants; an unsure one
 // (a length that is no natural one) keeps it, for a fit to correct it.
 func (p *Pair) hold(w Window, start int64, seed, sure bool) {
-	p.win = &windowBudget{}
+	p.win, p.guess = &windowBudget{}, 0
 	p.win.reset(w.N, int64(w.Length), start)
 	if seed {
 		p.win.seed(p.recent, start)
@@ -156,7 +170,9 @@ func (p *Pair) hold(w Window, start int64, seed, sure bool) {
 }
 
 // Served counts a success at now towards the pair's window, and allows a pair held to a window
-// one more per window after RaiseAfter windows without a 429. A pair paced only by cuts (429s
+// one more per window after RaiseAfter windows without a 429 — or RaiseAfter of its longest rests,
+// when the origin's rests outlast its window (a block longer than the period: period.go), for
+// each raise past the origin's limit costs one rest. A pair paced only by cuts (429s
 // without a Retry-After) grows back as Grow does.
 func (p *Pair) Served(now time.Time) {
 	if p == nil || p.cfg.Disabled {
@@ -173,12 +189,15 @@ func (p *Pair) Served(now time.Time) {
 	if t < p.since {
 		return // an attempt the origin answered before its window reset
 	}
+	if p.sent == 0 {
+		p.first = t
+	}
 	p.sent++
 	if p.win == nil {
 		return
 	}
 	n, w := p.win.allowance()
-	if t-p.learned >= RaiseAfter*w {
+	if t-p.learned >= RaiseAfter*max(w, p.longest, p.runHigh) {
 		p.learned = t
 		p.win.raise(n + 1)
 	}
