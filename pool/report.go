@@ -40,6 +40,9 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 		Soft:       v.Soft,
 		RetryAfter: v.RetryAfter,
 		Reason:     string(v.Class),
+		// A 429's Retry-After is when the origin's window resets: the pair rests that long, not
+		// a BaseCooldown that would skip windows of a site counting short ones (issue 35).
+		ExactRetryAfter: v.Class == ClassRateLimited,
 	}
 	f.MaxWindow = restCap(now, t, v)
 	repeatOffence(now, t, v, &f) // offence.go: a pair banned again soon after a ban rests longer
