@@ -73,6 +73,12 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 		// The origin is to blame, but it asked this exit to come back later: honour that.
 		p.pairPermit(t).Failure(now, f)
 		exitPm.Neutral(now)
+	case v.unannouncedLimit() && !p.limits && t.origin.limited.get(t.id):
+		// A 429 without Retry-After to a pair held to a window it learned: its pace rests it
+		// until a slot of the window frees (ratelimit/unannounced.go), to the instant; the
+		// breaker's rest (at least BaseCooldown) skipped windows of a site counting short ones.
+		t.pairPm.Neutral(now)
+		exitPm.Neutral(now)
 	case t.exit.blocks.absorbs(now, t, v, &f): // a rotating gateway's block, counted (gateway_blockrate.go)
 		t.pairPm.Neutral(now)
 		exitPm.Neutral(now)

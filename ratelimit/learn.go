@@ -36,11 +36,16 @@ const (
 )
 
 // Window is what an origin allows a pair: N requests in any span of Length. The zero Window is
-// nothing learned.
+// nothing learned. Upper, when longer than Length, says that Length is a guess of the origin's
+// period, the shortest it may be (period.go): a 429 while held to it lengthens it, up to Upper.
 type Window struct {
 	N      int
 	Length time.Duration
+	Upper  time.Duration
 }
+
+// Guess reports whether w's Length is a guess of the origin's period (Upper is longer).
+func (w Window) Guess() bool { return w.Upper > w.Length }
 
 // IsZero reports whether w is nothing learned.
 func (w Window) IsZero() bool { return w.N <= 0 || w.Length <= 0 }
@@ -80,8 +85,9 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 		// before the reset counted in it.
 		own = fit
 		p.hold(own, reset, true, true)
-	case p.win != nil && p.lengthen(reset):
+	case p.win != nil && p.guess != 0:
 		// Held to a guessed period (period.go): the period is longer, the count was right.
+		own = p.lengthen(reset)
 		p.struck = t
 	case p.win != nil:
 		// Re-aligned on the reset the origin announced; allowed one less only when the window
@@ -98,19 +104,15 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 	case p.since != 0 && p.sent > 0 && reset-p.since <= consecutive*p.longest:
 		l, sure := natural(time.Duration(reset - p.since))
 		w := Window{N: int(p.sent), Length: l}
-		guess := false
 		if !onBoundary(p.since) || !onBoundary(reset) {
 			// Not a clock-aligned window's resets: a block may have outlasted the period
 			// (period.go); the pair is held to the shortest period its successes allow.
-			w.Length, guess = guessPeriod(time.Duration(t-p.first), l)
-			if !guess {
-				w.Length = l
+			if g, guess := guessPeriod(time.Duration(t-p.first), l); guess {
+				w.Length, w.Upper = g, l
 			}
 		}
 		p.hold(w, reset, false, sure)
-		if guess {
-			p.guess = int64(l)
-		} else if sure {
+		if sure {
 			own = w // an unsure window is not the origin's prior: its other pairs would take it
 		}
 	case !prior.IsZero():
@@ -158,6 +160,9 @@ func natural(d time.Duration) (l time.Duration, sure bool) {
 // (a length that is no natural one) keeps it, for a fit to correct it.
 func (p *Pair) hold(w Window, start int64, seed, sure bool) {
 	p.win, p.guess = &windowBudget{}, 0
+	if w.Guess() {
+		p.guess = int64(w.Upper)
+	}
 	p.win.reset(w.N, int64(w.Length), start)
 	if seed {
 		p.win.seed(p.recent, start)

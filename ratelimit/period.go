@@ -54,20 +54,20 @@ func nextPeriod(l, upper time.Duration) (time.Duration, bool) {
 	return upper, false
 }
 
-// lengthen moves, under p.mu, a pair held to a guessed period on to the next one from start (a
-// 429 while held to it: the period is longer), keeping its allowance. It reports whether it did:
-// a pair held to no guess is left to the caller.
-func (p *Pair) lengthen(start int64) bool {
-	if p.win == nil || p.guess == 0 {
-		return false
-	}
+// lengthen moves, under p.mu, a pair held to a guessed period (p.guess set) on to the next one
+// from start (a 429 while held to it: the period is longer), keeping its allowance, and returns
+// the window it is now held to, for the origin's prior.
+func (p *Pair) lengthen(start int64) Window {
 	n, w := p.win.allowance()
 	next, still := nextPeriod(time.Duration(w), time.Duration(p.guess))
 	p.win.reset(n, int64(next), start)
-	if !still {
+	own := Window{N: n, Length: next}
+	if still {
+		own.Upper = time.Duration(p.guess)
+	} else {
 		p.guess = 0
 	}
-	return true
+	return own
 }
 
 // Guessing reports whether the window the pair is held to is a guess of a period (the shortest

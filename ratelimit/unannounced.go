@@ -42,8 +42,9 @@ func (p *Pair) Unannounced(now time.Time, prior Window) Window {
 	p.inRun = true
 	var own Window
 	switch {
-	case p.win != nil && p.lengthen(t):
+	case p.win != nil && p.guess != 0:
 		// Held to a guessed period (period.go): the period is longer, the count was right.
+		own = p.lengthen(t)
 	case p.win != nil:
 		n, w := p.win.allowance()
 		if p.runAt != 0 && t-p.runAt <= consecutive*w {
@@ -53,13 +54,18 @@ func (p *Pair) Unannounced(now time.Time, prior Window) Window {
 	case p.runAt != 0 && p.runSent > 0:
 		d := time.Duration(t - p.runAt)
 		if w, ok := looseNatural(d); ok {
+			// The runs are at least a window apart, more when a rest outlasted the window: the
+			// pair is held to the shortest period its successes allow, up to w (period.go).
 			own = Window{N: int(p.runSent), Length: w}
+			if g, guess := guessPeriod(time.Duration(t-p.runOne), w); guess {
+				own.Length, own.Upper = g, w
+			}
 			p.hold(own, t, true, true)
 		} else if p.runLast-p.runAt > int64(maxUnannounced) && p.runSent > 1 {
 			// The last run outlasted any window learned without Retry-After: a block (period.go).
 			if g, ok := guessPeriod(time.Duration(t-p.runOne), d); ok {
-				p.hold(Window{N: int(p.runSent), Length: g}, t, true, true)
-				p.guess = int64(d)
+				own = Window{N: int(p.runSent), Length: g, Upper: d}
+				p.hold(own, t, true, true)
 			}
 		}
 	case !prior.IsZero():
