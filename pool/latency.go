@@ -253,8 +253,11 @@ func (l *originLatency) update(now time.Time, id uint32, pl *pairLatency, s, typ
 	est, age, _ := pl.load(now)
 	_, ramping := pl.rampAge(now)
 	switch {
-	case est == 0 && s <= slowFactor*typ:
+	case est == 0 && (s <= slowFactor*typ || s <= latencyFloor.Seconds()):
 		// A ramping pair that is not slow: its answers feed the typical as any untracked one's.
+		// The floor holds for it as for an untracked pair (observe): without it, one loopback
+		// answer of a few milliseconds made a pair back from a ban slow, passed over for
+		// minutes with no breaker transition (issue 35).
 		if !ramping {
 			l.untrack(id)
 		}
