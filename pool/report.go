@@ -45,6 +45,16 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 		ExactRetryAfter: v.Class == ClassRateLimited,
 	}
 	f.MaxWindow = restCap(now, t, v)
+	if v.unannouncedLimit() && !p.limits && t.origin.limited.get(t.id) {
+		// A 429 without Retry-After to a pair held to a window it learned: it rests one window,
+		// at most UnannouncedRest, as if the origin had said so — not BaseCooldown (20 s), which
+		// skipped every other window of a site counting 10-s ones. Resting only by its pace (no
+		// trip) brought it back before a clock-aligned window reset, into more 429s: 2,471 →
+		// 4,747 in the round-3 world, seed 2 (docs/decisions.md).
+		if w := t.origin.pacer(t.id).Held(); !w.IsZero() {
+			f.RetryAfter, f.ExactRetryAfter = min(w.Length, UnannouncedRest), true
+		}
+	}
 	repeatOffence(now, t, v, &f) // offence.go: a pair banned again soon after a ban rests longer
 	// A block, or without configured limits a 429 without Retry-After, trips the pair at once: the
 	// next attempt would meet the same answer. Configured limits answer such a 429 by cutting the
@@ -72,12 +82,6 @@ func (p *Pool) finish(now time.Time, t *ticket, v Verdict, path uint16) (pairAft
 	case originsFault:
 		// The origin is to blame, but it asked this exit to come back later: honour that.
 		p.pairPermit(t).Failure(now, f)
-		exitPm.Neutral(now)
-	case v.unannouncedLimit() && !p.limits && t.origin.limited.get(t.id):
-		// A 429 without Retry-After to a pair held to a window it learned: its pace rests it
-		// until a slot of the window frees (ratelimit/unannounced.go), to the instant; the
-		// breaker's rest (at least BaseCooldown) skipped windows of a site counting short ones.
-		t.pairPm.Neutral(now)
 		exitPm.Neutral(now)
 	case t.exit.blocks.absorbs(now, t, v, &f): // a rotating gateway's block, counted (gateway_blockrate.go)
 		t.pairPm.Neutral(now)

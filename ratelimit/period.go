@@ -81,3 +81,22 @@ func (p *Pair) Guessing() (bool, time.Duration) {
 	defer p.mu.Unlock()
 	return p.guess != 0, time.Duration(p.guess)
 }
+
+// Held returns the window the pair is held to now, with its Upper when its length is a guess;
+// zero when it is held to none.
+func (p *Pair) Held() Window {
+	if p == nil {
+		return Window{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.win == nil {
+		return Window{}
+	}
+	n, w := p.win.allowance()
+	h := Window{N: n, Length: time.Duration(w)}
+	if p.guess != 0 {
+		h.Upper = time.Duration(p.guess)
+	}
+	return h
+}
