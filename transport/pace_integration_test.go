@@ -25,6 +25,11 @@ type cappedSite struct {
 	n      int
 	window time.Duration
 	plain  bool
+	// block, when set, makes the site block an exit past its n for this long, whatever it sends
+	// meanwhile (Cloudflare's mitigation timeout), its Retry-After what is left of the block.
+	block time.Duration
+
+	until   map[string]time.Duration // blocked until, per exit
 
 	mu      sync.Mutex
 	count   map[string]int // served in the current window, per exit
@@ -41,11 +46,17 @@ func (s *cappedSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if win != s.at {
 		s.at, s.count = win, map[string]int{}
 	}
-	if s.count[name] >= s.n {
+	if s.block > 0 && s.count[name] >= s.n && s.until[name] <= now {
+		s.until[name] = now + s.block
+	}
+	if s.count[name] >= s.n || s.until[name] > now {
 		s.limited[name]++
 		s.mu.Unlock()
+		left := time.Duration(win+1)*s.window - now
+		if s.block > 0 {
+			left = s.until[name] - now
+		}
 		if !s.plain {
-			left := time.Duration(win+1)*s.window - now
 			w.Header().Set("Retry-After", fmt.Sprint(int((left+time.Second-1)/time.Second)))
 		}
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -63,7 +74,7 @@ func (s *cappedSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // first windows windows.
 func crawlCapped(t *testing.T, site *cappedSite, windows int) (served []int, limited map[string]int) {
 	t.Helper()
-	site.count, site.served, site.limited = map[string]int{}, map[int64]int{}, map[string]int{}
+	site.count, site.served, site.limited, site.until = map[string]int{}, map[int64]int{}, map[string]int{}, map[string]time.Duration{}
 	origin := httptest.NewServer(site)
 	t.Cleanup(origin.Close)
 	exits := registeredExits(t, site.reg, "a", "b", "c", "d")
@@ -142,5 +153,25 @@ func TestIntegCapsServedAtCapacity(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestIntegBlockLongerThanThePeriod (issue 35): the same four exits and site, 20 per 10 s window
+// each, but past its 20 an exit is blocked for 45 s whatever it sends, the Retry-After what is left
+// of the block. A pair learns the period (10 s) from how fast it was served, not the span between
+// two resets (a block apart): once the first exits learned it — two blocks, the first windows —
+// the site counts at least 80 % of the 80 it allows per window, where a pace of 20 per block
+// would give about a quarter.
+func TestIntegBlockLongerThanThePeriod(t *testing.T) {
+	const n, windows, from = 20, 24, 12
+	site := &cappedSite{reg: &proxytest.Registry{}, clk: newIntegClock(), n: n, window: 10 * time.Second, block: 45 * time.Second}
+	served, limited := crawlCapped(t, site, windows)
+	t.Logf("served per window: %v (capacity %d); 429s per exit: %v", served, 4*n, limited)
+	total := 0
+	for _, got := range served[from:] {
+		total += got
+	}
+	if want := 0.8 * 4 * n * float64(windows-from); float64(total) < want {
+		t.Errorf("windows %d-%d: the site served %d, want at least %.0f (80 %% of %d a window)", from, windows-1, total, want, 4*n)
 	}
 }
