@@ -29,7 +29,7 @@ type cappedSite struct {
 	// meanwhile (Cloudflare's mitigation timeout), its Retry-After what is left of the block.
 	block time.Duration
 
-	until   map[string]time.Duration // blocked until, per exit
+	until map[string]time.Duration // blocked until, per exit
 
 	mu      sync.Mutex
 	count   map[string]int // served in the current window, per exit
