@@ -22,6 +22,15 @@
 // with its gateway support (GatewaySessions: one {session} line); recovery there is measured per
 // line (a session slot), from the ban met to the line's next page.
 //
+// A world with Scenario.Crawl set is a finite crawl (crawl.go, issue 35): each site has a quota
+// of pages, a worker takes a page of a site drawn among those with pages left, and the run ends
+// when every site is done (Metrics.Crawl: the makespan, each site's completion, idle worker time),
+// or at the world's Duration unfinished. CrawlOf makes one of any world; crawlworlds.go sizes the
+// bench's. The crawl-limits world (blocklimit.go) has limiters whose block outlasts their period.
+// From the bench directory, one world and seed, ours against the oracles:
+//
+//	go run ./cmd/benchall -only crawl -worlds round-1 -seeds 1 -strategies ours
+//
 // No sleeps: a discrete-event loop advances a clock.Fake to the earliest worker event and lets
 // exactly one worker goroutine run at a time, so a run is deterministic for its seed, and runs of
 // different worlds or strategies may go in parallel (RunAll).

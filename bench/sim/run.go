@@ -68,6 +68,8 @@ type Metrics struct {
 	Spend Spend
 	// Hardening counts the attempts on the origins whose WAF hardens (hardening.go).
 	Hardening HardeningCounts
+	// Crawl is what a finite crawl got done (crawl.go); zero in an endless run. Add leaves it out.
+	Crawl CrawlResult
 }
 
 // Wasted is the attempts that did not succeed, the origin's own 403s to a path it forbids apart.
@@ -146,6 +148,7 @@ func (env *Env) Send(w, e int, q Request) (r Result, ok bool) {
 		return Result{}, false
 	}
 	s.record(e, q.Origin, r)
+	s.crawl.serve(w, q.Origin, r, s.clock.Now())
 	if env.Trace != nil {
 		env.Trace(e, q, r, s.clock.Now())
 	}
@@ -188,6 +191,9 @@ func Run(sc Scenario, st Strategy) (Metrics, error) {
 		m: Metrics{Strategy: st.Name, WorkerTime: time.Duration(sc.Workers) * sc.Duration},
 	}
 	s.recovery = newRecoveryLog(s.truth.bans, s.end.Add(-RecoveryHorizon))
+	if sc.Crawl != nil {
+		s.crawl = newCrawlState(sc) // crawl.go
+	}
 	env := &Env{Scenario: sc, Clock: s.clock, Truth: s.truth, s: s}
 	for e := range sc.Exits {
 		x, err := pool.ParseExit(fmt.Sprintf("http://127.0.0.1:%d", 20000+e))
@@ -208,7 +214,7 @@ func Run(sc Scenario, st Strategy) (Metrics, error) {
 		s.push(Epoch, w)
 		go s.worker(w, rt)
 	}
-	for s.h.Len() > 0 && s.err == nil {
+	for s.h.Len() > 0 && s.err == nil && !s.crawl.finished() {
 		ev := heap.Pop(&s.h).(event)
 		if ev.at.After(s.end) {
 			break
@@ -229,6 +235,10 @@ func Run(sc Scenario, st Strategy) (Metrics, error) {
 		return Metrics{}, fmt.Errorf("sim: %s: %w", st.Name, s.err)
 	}
 	s.recovery.finish(&s.m)
+	if s.crawl != nil {
+		s.m.Crawl = s.crawl.result(s.end)
+		s.m.WorkerTime = time.Duration(sc.Workers) * s.m.Crawl.Makespan
+	}
 	return s.m, nil
 }
 
@@ -271,6 +281,7 @@ type sched struct {
 	err      error // what ended the run early: an error a Router should not return
 	m        Metrics
 	recovery *recoveryLog
+	crawl    *crawlState // nil in an endless run (crawl.go)
 }
 
 func (s *sched) push(at time.Time, w int) {
@@ -293,13 +304,25 @@ func (s *sched) worker(w int, rt Router) {
 	<-s.resume[w]
 	r := rand.New(rand.NewPCG(s.sc.Seed, uint64(w)+1))
 	for !s.stopping {
-		err := rt.Route(w, s.truth.Draw(r, s.clock.Now()))
+		var q Request
+		if s.crawl == nil {
+			q = s.truth.Draw(r, s.clock.Now())
+		} else if q = s.crawl.take(w, r); q.Origin < 0 {
+			// Every page left is in flight: wait for one to come back, or for the crawl to end.
+			if !s.wait(w, s.crawl.drain()) {
+				break
+			}
+			continue
+		}
+		err := rt.Route(w, q)
+		s.crawl.giveBack(w) // a page the attempt did not get goes back to the frontier
 		var delay time.Duration
 		if in, ok := refusal(err); ok {
 			if !s.stopping {
 				s.m.Refusals++
 			}
 			delay = min(max(in, 100*time.Millisecond), max(s.sc.MaxRefusalWait, 100*time.Millisecond))
+			s.crawl.idle(delay)
 		} else if err != nil && s.err == nil {
 			s.err = err // the coordinator stops the run when this worker yields
 		}

@@ -53,12 +53,17 @@ type Origin struct {
 	// Hardening^(k−1) times the length drawn for it, at most Scenario.HardenMax (fail2ban's
 	// bantime.increment). 0 or 1: every ban lasts what was drawn.
 	Hardening float64
+	// Block, when its Requests is set, is a limiter whose block outlasts its period (blocklimit.go)
+	// in place of Cap: Requests per Period from one exit, then every request refused for Block.
+	Block BlockLimit
 }
 
 // String describes o in a few words: "12/min clock · Retry-After · challenge · http".
 func (o Origin) String() string {
 	s := "no cap"
-	if o.Cap > 0 {
+	if o.Block.Requests > 0 {
+		s = o.Block.String() + map[bool]string{false: " · Retry-After", true: " · no Retry-After"}[o.NoRetryAfter]
+	} else if o.Cap > 0 {
 		s = strconv.Itoa(o.Cap) + "/min " + map[bool]string{false: "clock", true: "sliding"}[o.Sliding]
 		s += map[bool]string{false: " · Retry-After", true: " · no Retry-After"}[o.NoRetryAfter]
 	}
@@ -153,6 +158,10 @@ type Scenario struct {
 	// Tiers, when set, makes the exits two tiers priced per GB and gives the origins page sizes
 	// (spend.go, the spend world).
 	Tiers *Tiers
+
+	// Crawl, when set, makes the workload a finite crawl (crawl.go): each origin has a quota of
+	// pages, and the run ends when every quota is served, or at Duration unfinished.
+	Crawl *Crawl
 }
 
 // Round1World is the world of the first round's RESULTS.md, kept so that its figures stay

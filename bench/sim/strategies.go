@@ -93,6 +93,7 @@ func Oracle() Strategy {
 		fast := make([]int, 0, len(env.Exits))
 		slow := make([]int, 0, len(env.Exits))
 		wt := newWorth(env)
+		crawl := env.Scenario.Crawl != nil
 		return &exitStrategy{env: env, choose: func(q Request, now time.Time) (int, func(bool), time.Duration) {
 			fast, slow = fast[:0], slow[:0]
 			for e := range env.Exits {
@@ -108,7 +109,7 @@ func Oracle() Strategy {
 				return fast[env.Uint64()%uint64(len(fast))], wt.count(q.Origin, now), 0
 			}
 			wt.bound(q.Origin, now)
-			if len(slow) > 0 && wt.worthIt(now, 1, wt.slowTime) {
+			if len(slow) > 0 && (crawl || wt.worthIt(now, 1, wt.slowTime)) {
 				return slow[env.Uint64()%uint64(len(slow))], nil, 0
 			}
 			return -1, nil, 0
@@ -185,6 +186,7 @@ func InformedOracle() Strategy {
 		pOK := 1 - sc.FlakyTimeout
 		flakyTime := sc.FlakyTimeout*sc.Timeout.Seconds() + pOK*(sc.LatencyMin+sc.LatencyMax).Seconds()/2
 		wt := newWorth(env)
+		crawl := sc.Crawl != nil
 		return &exitStrategy{env: env, choose: func(q Request, now time.Time) (int, func(bool), time.Duration) {
 			fast, slow, flaky = fast[:0], slow[:0], flaky[:0]
 			for e := range env.Exits {
@@ -203,7 +205,7 @@ func InformedOracle() Strategy {
 				return fast[env.Uint64()%uint64(len(fast))], wt.count(q.Origin, now), 0
 			}
 			wt.bound(q.Origin, now)
-			use := tiers{slow: wt.worthIt(now, 1, wt.slowTime), flaky: wt.worthIt(now, pOK, flakyTime)}
+			use := tiers{slow: crawl || wt.worthIt(now, 1, wt.slowTime), flaky: crawl || wt.worthIt(now, pOK, flakyTime)}
 			kinds := [2]struct {
 				exits []int
 				use   bool

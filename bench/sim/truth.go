@@ -69,6 +69,7 @@ type Truth struct {
 	count   []int         // by pair: requests that reached the origin in that minute
 	log     [][]time.Time // by pair, sliding caps: the last Cap accepted requests, a ring
 	head    []int         // by pair: the oldest entry of a full ring
+	blocks  []blockState  // by pair, with origins that block (blocklimit.go); nil without
 	tier    []int         // by exit, with Scenario.Tiers (spend.go); nil without
 	blocked []bool        // by origin: blocks every datacenter exit (spend.go)
 }
@@ -94,6 +95,12 @@ func NewTruth(sc Scenario) *Truth {
 	n := sc.Exits * no
 	g.bans, g.stalls, g.denied = make([][]Window, n), make([][]Window, n), make([]bool, n)
 	g.minute, g.count = make([]int64, n), make([]int, n)
+	for _, o := range sc.Origins {
+		if o.Block.Requests > 0 {
+			g.blocks = make([]blockState, n)
+			break
+		}
+	}
 	g.log, g.head = make([][]time.Time, n), make([]int, n)
 
 	// Proxy denials: Denials healthy exits, one origin each.
@@ -321,6 +328,9 @@ func (g *Truth) answer(e int, q Request, now time.Time, count, flips bool) Resul
 // would not be; count records the request (a clock-minute cap counts every request that reaches
 // the origin, a sliding one those it accepted).
 func (g *Truth) overCap(p int, org Origin, now time.Time, count bool) (time.Duration, bool) {
+	if org.Block.Requests > 0 {
+		return g.overBlock(p, org.Block, now, count) // blocklimit.go
+	}
 	if org.Cap <= 0 {
 		return 0, false
 	}

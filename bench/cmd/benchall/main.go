@@ -13,6 +13,9 @@
 // the spend world (issue 25: a datacenter and a residential tier priced per GB) and, with -write,
 // replaces its own section: go run ./cmd/benchall -only spend -write. -only gateway does the same for
 // the gateway world (issue 27: a provider's sticky sessions as static lines or as a gateway line).
+// -only crawl plays every world as a finite crawl (issue 35: makespan against the oracle's,
+// crawlreport.go); its -worlds are round-1, round-2, round-3, crawl-limits, gateway and spend, all
+// of them unless the flag is given, and its -strategies ours and the peers (crawlreport.go).
 package main
 
 import (
@@ -32,18 +35,30 @@ func main() {
 	out := flag.String("out", "RESULTS.md", "where to write the results")
 	chart := flag.String("chart", "chart.svg", "where to write the chart")
 	rounds := flag.Int("rounds", 5, "rounds of the overhead benchmarks")
-	only := flag.String("only", "", `"sim": run only the simulation, "spend": only the spend world, "gateway": only the gateway world, "measures": only the measurements on real time, "pickreport": only pick + report beside gobreaker; print their sections to stdout (see -write)`)
+	only := flag.String("only", "", `"sim": run only the simulation, "crawl": only the finite crawls, "spend": only the spend world, "gateway": only the gateway world, "measures": only the measurements on real time, "pickreport": only pick + report beside gobreaker; print their sections to stdout (see -write)`)
 	write := flag.Bool("write", false, "with -only: replace those sections of -out (and, for sim, rewrite -chart) instead of printing")
 	var cfg simConfig
 	flag.StringVar(&cfg.seeds, "seeds", "1,2,3,4,5", "round-2 and round-3 world seeds, comma-separated")
-	flag.StringVar(&cfg.worlds, "worlds", "round-1,round-2,round-3", "worlds to run, comma-separated: round-1, round-2, round-3")
+	flag.StringVar(&cfg.worlds, "worlds", "round-1,round-2,round-3", "worlds to run, comma-separated: round-1, round-2, round-3 (with -only crawl also crawl-limits, gateway, spend; all six when not given)")
 	flag.StringVar(&cfg.strategies, "strategies", "all", "strategies, comma-separated ("+strings.Join(strategyNames(), ", ")+"), or all; the oracle always runs")
 	flag.DurationVar(&cfg.duration, "duration", 0, "simulated time of each run (0: the world's, 3h)")
 	flag.IntVar(&cfg.parallel, "j", runtime.NumCPU(), "simulation runs at a time")
 	flag.BoolVar(&cfg.brief, "brief", false, "with -only sim: the targets and tables alone, without the worlds' descriptions")
 	flag.Parse()
+	crawlCfg := cfg // the crawl's worlds and strategies are its own unless the flags name some
+	if !flagGiven("worlds") {
+		crawlCfg.worlds = crawlWorldsDefault
+	}
+	if !flagGiven("strategies") {
+		crawlCfg.strategies = crawlStrategiesDefault
+	}
 	switch *only {
 	case "":
+	case "crawl":
+		if err := onlyCrawl(crawlCfg, *write, *out); err != nil { // crawlreport.go
+			log.Fatal(err)
+		}
+		return
 	case "sim":
 		if err := onlySim(cfg, *write, *out, *chart); err != nil {
 			log.Fatal(err)
@@ -70,7 +85,7 @@ func main() {
 		}
 		return
 	default:
-		log.Fatalf("-only %q: want sim, spend, gateway, measures or pickreport", *only)
+		log.Fatalf("-only %q: want sim, crawl, spend, gateway, measures or pickreport", *only)
 	}
 	start := time.Now()
 	var b strings.Builder
@@ -78,6 +93,11 @@ func main() {
 	p("# Bench results\n\nWritten by `make bench` (`cd bench && go run ./cmd/benchall`) on %s, %d CPUs, %s. Do not edit by hand.\n\n",
 		runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 
+	crawl, err := runCrawl(crawlCfg) // crawlreport.go: the makespans lead
+	if err != nil {
+		log.Fatal(err)
+	}
+	writeCrawl(p, crawl)
 	log.Print("simulation")
 	res, err := runSim(cfg)
 	if err != nil {
@@ -229,6 +249,13 @@ func printOrSplice(write bool, out, text string, splice func(old, text string) (
 		return err
 	}
 	return os.WriteFile(out, []byte(s), 0o644)
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // verdict says whether a target was met, as the tables above do.

@@ -189,6 +189,11 @@ func onlySpend(cfg simConfig, write bool, out string) error {
 // spliceSection returns the splice that replaces the section under heading in out's text (up to
 // the next second-level heading), or adds it before the measurements when there is none.
 func spliceSection(out, heading, name string) func(s, text string) (string, error) {
+	return spliceSectionBefore(out, heading, name, "## Overhead:")
+}
+
+// spliceSectionBefore is spliceSection adding the section before the heading before instead.
+func spliceSectionBefore(out, heading, name, before string) func(s, text string) (string, error) {
 	return func(s, text string) (string, error) {
 		if i := strings.Index(s, heading); i >= 0 {
 			rest := s[i+len(heading):]
@@ -197,10 +202,9 @@ func spliceSection(out, heading, name string) func(s, text string) (string, erro
 			}
 			return s[:i] + text, nil
 		}
-		const before = "## Overhead:"
 		i := strings.Index(s, before)
 		if i < 0 {
-			return "", fmt.Errorf("%s has neither a %s section nor %q to put one before: run the whole of benchall", out, name, before)
+			return "", fmt.Errorf("%s has neither a %s section nor %q to put one before: run the whole of benchall", out, name, strings.TrimSpace(before))
 		}
 		log.Printf("adding the %s section to %s", name, out)
 		return s[:i] + text + s[i:], nil
