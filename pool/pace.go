@@ -101,9 +101,6 @@ func (o *originPace) prior() ratelimit.Window {
 	return w
 }
 
-// guessed reports whether the origin's window is a guess of its period (ratelimit/period.go).
-func (o *originPace) guessed() bool { return o.upper.Load() != 0 }
-
 // learn keeps w, a window a pair of the origin learned from its own traffic, as the prior.
 func (o *originPace) learn(w ratelimit.Window) {
 	ms := w.Length.Milliseconds()

@@ -74,9 +74,6 @@ func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 		// A pair that has met a 429 keeps counting its window, whether or not the attempt looked
 		// at its breaker; the bit table spares the others a lookup.
 		if !t.origin.learning.get(t.id) {
-			if t.origin.pace.guessed() {
-				p.paceAhead(now, t) // the origin blocks: a pair takes its window before a 429
-			}
 			return
 		}
 		pc := t.origin.pacer(t.id)
@@ -85,21 +82,4 @@ func (p *Pool) adapt(now time.Time, t *ticket, v Verdict) {
 			t.origin.limited.set(t.id, false)
 		}
 	}
-}
-
-// paceAhead holds t's pair, which has met no 429 of its origin, to the window the origin's other
-// pairs learned, from now. It is called for an origin whose window is a guess of its period
-// (ratelimit/period.go): there a 429 starts a block that outlasts the period, and a pair that took
-// the origin's window only at its own first 429 paid a block for it — each of 40 exits a block of
-// up to half an hour on the crawl-limits world's sites (docs/decisions.md). The pace is made on
-// the report path of the pair's first success after the origin learned such a window, once.
-func (p *Pool) paceAhead(now time.Time, t *ticket) {
-	pc := p.gate.NewPair(t.exit.exit.label)
-	if pc == nil {
-		return // nothing limits or adapts pairs
-	}
-	pc = t.origin.setPace(t.id, pc)
-	pc.Hold(now, t.origin.pace.prior())
-	t.origin.limited.set(t.id, pc.Bucket() != nil)
-	t.origin.learning.set(t.id, true)
 }

@@ -112,10 +112,8 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 			}
 		}
 		p.hold(w, reset, false, sure)
-		if sure || w.Guess() {
-			// An unsure window is not the origin's prior: its other pairs would take it. A
-			// guess is a natural length, however unsure the span it is bounded by.
-			own = w
+		if sure {
+			own = w // an unsure window is not the origin's prior: its other pairs would take it
 		}
 	case !prior.IsZero():
 		p.hold(prior, reset, false, true) // a prior is a sure window another pair learned

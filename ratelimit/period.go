@@ -100,23 +100,3 @@ func (p *Pair) Held() Window {
 	}
 	return h
 }
-
-// Hold holds a pair that has learned nothing yet to w from now: the origin's window, which its
-// other pairs learned, before the pair's own first 429. Where a 429 starts a block that outlasts
-// the period, a pair that waited for its own first 429 to take the origin's window paid a block
-// for it (period.go). It does nothing to a pair already held to a window, or with adaptation
-// disabled.
-func (p *Pair) Hold(now time.Time, w Window) {
-	if p == nil || p.cfg.Disabled || w.IsZero() {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.win != nil {
-		return
-	}
-	t := now.UnixNano()
-	p.track(t)
-	p.hold(w, t, false, true)
-	p.learned = t
-}
