@@ -28,7 +28,7 @@ import "time"
 // runs are then the block plus the served span apart, too far for a window, and the pair is held
 // to the same guess, capped at the span between the runs.
 
-// guessPeriod returns, under p.mu, the shortest natural length of fitLengths that holds served,
+// guessPeriod returns the shortest natural length of fitLengths that holds served,
 // and whether it is shorter than upper (the span the window would otherwise be read off): if not,
 // there is nothing to guess.
 func guessPeriod(served, upper time.Duration) (time.Duration, bool) {
