@@ -127,6 +127,37 @@ func TestFailFastRefusesSlowWhenOtherOriginsServed(t *testing.T) {
 	pickSlow(t, p, "shop.test", "a minute after", true)
 }
 
+// TestFailFastTakesSlowWhenWorkersWait: a pool most of whose picks are refused (a finite crawl
+// whose unbound sites are done or nearly) takes a slow pair that alone is ready for a fail-fast
+// pick, though another origin is still served unbound: its refused workers mostly wait anyway, and
+// the slow pair's share of the binding site is what is left to gain.
+func TestFailFastTakesSlowWhenWorkersWait(t *testing.T) {
+	p, clk := slowPool(t, 2, 1, "shop.test")
+	park(t, p, "shop.test", "e1")
+	park(t, p, "closed.test", "e0")
+	park(t, p, "closed.test", "e1")
+	for i := range 3 {
+		clk.Advance(time.Second)
+		answer(t, p, clk, "other.test", fmt.Sprintf("e%d", i%2), 200*time.Millisecond)
+		answer(t, p, clk, "shop.test", "e0", 1500*time.Millisecond)
+	}
+	pickSlow(t, p, "shop.test", "two origins served in turn", false)
+	refused := 0
+	for range 300 {
+		l, err := p.Pick(context.Background(), pool.Request{Origin: "closed.test", FailFast: true})
+		if err != nil {
+			refused++
+			continue
+		}
+		l.Release()
+	}
+	if refused != 300 {
+		t.Fatalf("picks refused for closed.test, every exit parked: %d of 300, want all", refused)
+	}
+	answer(t, p, clk, "other.test", "e1", 200*time.Millisecond) // still served unbound
+	pickSlow(t, p, "shop.test", "300 picks refused against about 70 pages served", true)
+}
+
 // TestFailFastTakesSlowWhenEveryOriginBinds: an origin served while its picks find no fast exit
 // ready (bound: every site caps each exit, as in the bench's round-1 world) is no other work for a
 // refused worker — whatever it does next, each origin's fast capacity is used — so a fail-fast

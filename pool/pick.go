@@ -79,6 +79,9 @@ func (p *Pool) pick(ctx context.Context, now time.Time, r Request, l *Lease) err
 			if err == nil && waits > 0 {
 				p.obs.throttled(ctx, Throttle{Origin: r.Origin, Exit: t.exit.exit, Scope: waitedFor, Waited: now.Sub(start)})
 			}
+			if err != nil {
+				p.mix.noteRefused(now) // goodput.go
+			}
 			t.now = now
 			t.retries = r.Retries
 			return err
@@ -87,6 +90,7 @@ func (p *Pool) pick(ctx context.Context, now time.Time, r Request, l *Lease) err
 		wait := roomAt.Sub(now)
 		terr := &ThrottledError{Origin: r.Origin, Scope: scope, RetryIn: tokenAt.Sub(now), RoomIn: wait}
 		if dl, ok := ctx.Deadline(); p.failsFast(r) || waits >= maxTokenWaits || (ok && dl.Before(roomAt)) {
+			p.mix.noteRefused(now)
 			p.obs.throttled(ctx, Throttle{Origin: r.Origin, Scope: scope, Waited: now.Sub(start), Refused: true})
 			return terr
 		}

@@ -303,9 +303,11 @@ func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, av
 	}
 	if c.exit == nil && slow.es != nil && p.holdsSlow(now, o, failFast) {
 		// Only slow exits are ready. Holding a worker for a slow answer beats waiting only when no
-		// other exit's token comes sooner than that answer would: goodput per worker-second.
+		// other exit's token comes sooner than that answer would: goodput per worker-second —
+		// unless the pool's workers mostly wait (goodput.go), when the slow pair's share adds to
+		// what the other exits' tokens serve.
 		wait := c.tokenAt.Sub(now).Seconds()
-		if c.tokenAt.IsZero() || wait >= o.lat.estimate(now, slow.id, o.lat.typicalSeconds()) {
+		if c.tokenAt.IsZero() || p.mix.tally.idle(now) || wait >= o.lat.estimate(now, slow.id, o.lat.typicalSeconds()) {
 			c.exit, c.id = slow.es, slow.id
 		}
 	}
