@@ -25,7 +25,8 @@ import (
 //     picks and successes instead of the hidden state.
 //   - A pool most of whose picks are refused — more than idleRatio refusals per page served over
 //     the last idleWindow, as in a finite crawl whose unbound sites are done or nearly — takes a
-//     slow exit when nothing else is ready even while another origin is served unbound: its
+//     slow exit that answered (not one whose last answer was a timeout) when nothing else is
+//     ready, even while another origin is served unbound: its
 //     refused workers mostly find nothing to do elsewhere either (a refusal is a worker waiting,
 //     and they outnumber the pages), so the slow answer costs worker time nothing else would
 //     have used, and the binding site gets the slow pair's share of its capacity.
@@ -92,6 +93,14 @@ func (t *pickTally) idle(now time.Time) bool {
 	c := t.cur.Load() + t.prev.Load()
 	served, refused := c&(1<<32-1), c>>32
 	return refused >= idleMin && refused > idleRatio*served
+}
+
+// waitsIdle reports whether a pick for o may take the slow pair of exit id, which alone is ready,
+// because the pool's workers mostly wait (pickTally.idle), whatever holdsSlow and the other
+// exits' tokens say: not when the pair's last answer was a timeout (a flaky exit, whose timeouts
+// would fail the exit for every origin), only when it answered, slowly.
+func (p *Pool) waitsIdle(now time.Time, o *originState, id uint32) bool {
+	return o.load.get(id) == 0 && p.mix.tally.idle(now) && !o.lat.timedOut(id)
 }
 
 // noteRefused counts a refused pick at now.
@@ -187,9 +196,9 @@ func (o *originState) tag() uint32 {
 
 // holdsSlow reports whether a pick for o for which failFast says the caller gets a refusal rather
 // than a wait may take a slow pair when only slow ones are ready: not when another origin is
-// served unbound (the refused worker serves that one), unless the pool's workers mostly wait.
+// served unbound (the refused worker serves that one). See also waitsIdle.
 func (p *Pool) holdsSlow(now time.Time, o *originState, failFast bool) bool {
-	return !failFast || !p.mix.elsewhere(now, o) || p.mix.tally.idle(now)
+	return !failFast || !p.mix.elsewhere(now, o)
 }
 
 // failsFast reports whether a pick for r refuses rather than waits for a token (pick).

@@ -134,14 +134,43 @@ func TestFailFastRefusesSlowWhenOtherOriginsServed(t *testing.T) {
 func TestFailFastTakesSlowWhenWorkersWait(t *testing.T) {
 	p, clk := slowPool(t, 2, 1, "shop.test")
 	park(t, p, "shop.test", "e1")
-	park(t, p, "closed.test", "e0")
-	park(t, p, "closed.test", "e1")
 	for i := range 3 {
 		clk.Advance(time.Second)
 		answer(t, p, clk, "other.test", fmt.Sprintf("e%d", i%2), 200*time.Millisecond)
 		answer(t, p, clk, "shop.test", "e0", 1500*time.Millisecond)
 	}
 	pickSlow(t, p, "shop.test", "two origins served in turn", false)
+	workersWait(t, p, clk)
+	pickSlow(t, p, "shop.test", "300 picks refused against about 70 pages served", true)
+}
+
+// TestIdleWorkersPassOverFlaky: a slow pair that timed out since it was tracked (a flaky exit,
+// whose timeouts fail the exit for every origin) is not taken because the workers mostly wait;
+// the goodput rule alone judges it, and another origin is served unbound.
+func TestIdleWorkersPassOverFlaky(t *testing.T) {
+	p, clk := slowPool(t, 2, 1, "shop.test")
+	park(t, p, "shop.test", "e1")
+	l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.test", Exit: "e0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(1500 * time.Millisecond)
+	l.Report(timeoutVerdict)
+	for i := range 3 {
+		clk.Advance(time.Second)
+		answer(t, p, clk, "other.test", fmt.Sprintf("e%d", i%2), 200*time.Millisecond)
+		answer(t, p, clk, "shop.test", "e0", 1500*time.Millisecond)
+	}
+	workersWait(t, p, clk)
+	pickSlow(t, p, "shop.test", "workers waiting, e0 timed out once", false)
+}
+
+// workersWait makes the pool's workers mostly wait: 300 fail-fast picks refused for closed.test
+// (every exit parked for it), then one page of other.test, still served unbound.
+func workersWait(t *testing.T, p *pool.Pool, clk *clock.Fake) {
+	t.Helper()
+	park(t, p, "closed.test", "e0")
+	park(t, p, "closed.test", "e1")
 	refused := 0
 	for range 300 {
 		l, err := p.Pick(context.Background(), pool.Request{Origin: "closed.test", FailFast: true})
@@ -154,8 +183,7 @@ func TestFailFastTakesSlowWhenWorkersWait(t *testing.T) {
 	if refused != 300 {
 		t.Fatalf("picks refused for closed.test, every exit parked: %d of 300, want all", refused)
 	}
-	answer(t, p, clk, "other.test", "e1", 200*time.Millisecond) // still served unbound
-	pickSlow(t, p, "shop.test", "300 picks refused against about 70 pages served", true)
+	answer(t, p, clk, "other.test", "e1", 200*time.Millisecond)
 }
 
 // TestFailFastTakesSlowWhenEveryOriginBinds: an origin served while its picks find no fast exit
