@@ -397,7 +397,8 @@ func (b *Breaker) effectiveLevel(now int64) int {
 // trip opens the breaker one backoff level higher, or for the failure's Retry-After.
 //
 // A failure with a Retry-After is the origin's own answer to "when?": the breaker stays OPEN that
-// long (capped at MaxRetryAfter), never less than BaseCooldown, lengthened only by jitter — and the
+// long (capped at MaxRetryAfter), never less than BaseCooldown (MinRetryAfterRest with
+// Failure.ExactRetryAfter), lengthened only by jitter — and the
 // backoff level neither climbs nor applies. A pair that meets a per-minute cap every minute is then
 // rested each minute, not for ever-longer windows (a pace problem is the rate limiter's to fix),
 // and a pair whose level rose in a ban is not kept out longer than the origin asks once the ban
@@ -408,7 +409,11 @@ func (b *Breaker) trip(now int64, f Failure, c Cause, ev *events) {
 	var window time.Duration
 	if f.RetryAfter > 0 {
 		b.level = uint8(b.effectiveLevel(now))
-		window = max(b.p.s.BaseCooldown, min(f.RetryAfter, b.p.s.MaxRetryAfter))
+		floor := b.p.s.BaseCooldown
+		if f.ExactRetryAfter {
+			floor = MinRetryAfterRest
+		}
+		window = max(floor, min(f.RetryAfter, b.p.s.MaxRetryAfter))
 	} else {
 		b.level = uint8(min(b.effectiveLevel(now)+1, b.p.maxLevel))
 		window = b.p.Cooldown(int(b.level) + min(max(f.Stretch, 0), maxStretch))

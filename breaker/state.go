@@ -111,7 +111,15 @@ type Failure struct {
 	// bans when it is banned again soon after one (a repeat offender, whose next ban a hardening
 	// WAF makes longer), so that it is probed on a longer ladder; a first ban's Stretch is 0.
 	Stretch int
+	// ExactRetryAfter makes a Retry-After's OPEN window the Retry-After itself (before jitter, at
+	// least MinRetryAfterRest), not at least BaseCooldown. Package pool sets it for a 429's
+	// Retry-After, the origin's own word on when its window resets: against a site that counts
+	// 10-second windows a rest of BaseCooldown (20 s) cost every other window (issue 35).
+	ExactRetryAfter bool
 }
+
+// MinRetryAfterRest is the shortest OPEN window of a failure with ExactRetryAfter.
+const MinRetryAfterRest = time.Second
 
 // Transition describes one change of state. It is delivered to the callback given to NewBreaker
 // after the breaker's lock is released.

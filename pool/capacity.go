@@ -21,6 +21,15 @@ type Capacity struct {
 	// shown no cap, so the rate is unknown, not unlimited. Rate is Usable × PerExit.
 	PerExit float64 `json:"per_exit_rate"`
 	Rate    float64 `json:"rate"`
+	// PerExitMin is the least the per-exit rate may be, requests a second: PerExit when the
+	// learned window is sure, lower when its length is a guess of the origin's period (the
+	// shortest it may be, from how fast a pair was served before a block: ratelimit.Window.Upper)
+	// — the window is then N per a length between PerExit's and PerExitMin's, and Guess says so.
+	PerExitMin float64 `json:"per_exit_rate_min"`
+	Guess      bool    `json:"guess,omitempty"`
+	// NextSlot is when the origin has room next through any exit (Pool.NextSlotAt): At when an
+	// exit may take a request now, zero when none ever may by what the pool knows.
+	NextSlot time.Time `json:"next_slot"`
 }
 
 // ExitsFor returns how many exits the origin needs to sustain rate requests a second at its
@@ -57,6 +66,11 @@ func (p *Pool) CapacityAt(now time.Time, origin string) Capacity {
 	if w := o.pace.prior(); !w.IsZero() && w.Length > 0 {
 		c.PerExit = float64(w.N) / w.Length.Seconds()
 		c.Rate = c.PerExit * float64(c.Usable)
+		c.PerExitMin, c.Guess = c.PerExit, w.Guess()
+		if c.Guess {
+			c.PerExitMin = float64(w.N) / w.Upper.Seconds()
+		}
 	}
+	c.NextSlot = p.NextSlotAt(now, origin)
 	return c
 }

@@ -28,6 +28,10 @@ type NoHealthyExitError struct {
 	Exits   int
 	Want    string
 	RetryIn time.Duration // until the soonest exit becomes probeable; 0 if unknown
+	// RoomIn is how long until the origin has room next through any exit — a probe or a token
+	// (Pool.NextSlotAt), from what the refused pick looked at; 0 if unknown. A scheduler waits
+	// it, or serves other origins meanwhile.
+	RoomIn time.Duration
 }
 
 // Error names the origin, the exits in the pool (or matching the Want) and the time until the
@@ -71,8 +75,12 @@ func (e *OriginUnhealthyError) Is(target error) bool { return target == ErrOrigi
 type ThrottledError struct {
 	Origin  string
 	Scope   Scope
-	RetryIn time.Duration
-	Err     error
+	RetryIn time.Duration // until the soonest token of a bucket of Scope
+	// RoomIn is how long until the origin has room next through any exit: the soonest token, or
+	// an exit's probe when one comes sooner (Pool.NextSlotAt), from what the refused pick looked
+	// at; 0 if unknown. A scheduler waits it, or serves other origins meanwhile.
+	RoomIn time.Duration
+	Err    error
 }
 
 // Error names the bucket that lacked a token, the origin and the time until the next token,

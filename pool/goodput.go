@@ -23,6 +23,13 @@ import (
 //     attempt is taken only when a worker-second gets less elsewhere, counted on the origins
 //     whose capacity did not bind in the last minute), with "elsewhere" read from the pool's own
 //     picks and successes instead of the hidden state.
+//   - A pool most of whose picks are refused — more than idleRatio refusals per page served over
+//     the last idleWindow, as in a finite crawl whose unbound sites are done or nearly — takes a
+//     slow exit that answered (not one whose last answer was a timeout) when nothing else is
+//     ready, even while another origin is served unbound: its
+//     refused workers mostly find nothing to do elsewhere either (a refusal is a worker waiting,
+//     and they outnumber the pages), so the slow answer costs worker time nothing else would
+//     have used, and the binding site gets the slow pair's share of its capacity.
 //   - A pool that serves one origin alone, or whose every origin served binds, takes a slow exit
 //     when nothing else is ready: a refused worker would have nothing else to do, or only work
 //     whose fast capacity other workers use anyway (the bench's round-1 world, where every site
@@ -41,7 +48,63 @@ type servedMix struct {
 	// free are the latest sampled successes of unbound origins, of two different origins: each
 	// the origin's tag (high word) and latencyStamp (low); 0 before any.
 	free [2]atomic.Uint64
+	// tally counts the pages served and the picks refused lately (idle).
+	tally pickTally
 }
+
+// pickTally counts the pages served (low word) and the picks refused (high word) in the current
+// idleWindow (cur, from the latencyStamp at) and the one before it (prev).
+type pickTally struct {
+	at        atomic.Uint32
+	cur, prev atomic.Uint64
+}
+
+const (
+	// idleWindow is the span over which served pages and refused picks are counted.
+	idleWindow = time.Minute
+	// idleRatio is how many refused picks per page served make the pool's workers idle.
+	idleRatio = 2
+	// idleMin is the fewest refused picks, over the two windows counted, that can.
+	idleMin = 64
+)
+
+// add counts v (1 for a page served, 1<<32 for a pick refused) at now.
+func (t *pickTally) add(now time.Time, v uint64) {
+	a := t.at.Load()
+	if since := sinceStamp(now, a); a == 0 || since >= idleWindow {
+		if t.at.CompareAndSwap(a, latencyStamp(now)) {
+			old := t.cur.Swap(0)
+			if a == 0 || since >= 2*idleWindow {
+				old = 0 // the window before was empty
+			}
+			t.prev.Store(old)
+		}
+	}
+	t.cur.Add(v)
+}
+
+// idle reports whether the picks refused over the last one to two idleWindows outnumber the pages
+// served by more than idleRatio to one (and are at least idleMin): the pool's workers mostly wait.
+func (t *pickTally) idle(now time.Time) bool {
+	a := t.at.Load()
+	if since := sinceStamp(now, a); a == 0 || since < 0 || since >= 2*idleWindow {
+		return false
+	}
+	c := t.cur.Load() + t.prev.Load()
+	served, refused := c&(1<<32-1), c>>32
+	return refused >= idleMin && refused > idleRatio*served
+}
+
+// waitsIdle reports whether a pick for o may take the slow pair of exit id, which alone is ready,
+// because the pool's workers mostly wait (pickTally.idle), whatever holdsSlow and the other
+// exits' tokens say: not when the pair's last answer was a timeout (a flaky exit, whose timeouts
+// would fail the exit for every origin), only when it answered, slowly.
+func (p *Pool) waitsIdle(now time.Time, o *originState, id uint32) bool {
+	return o.load.get(id) == 0 && p.mix.tally.idle(now) && !o.lat.timedOut(id)
+}
+
+// noteRefused counts a refused pick at now.
+func (m *servedMix) noteRefused(now time.Time) { m.tally.add(now, 1<<32) }
 
 const (
 	// mixSample is the shortest interval between two samples of the served origin.
@@ -56,6 +119,7 @@ const (
 
 // note samples a success for origin o at now.
 func (m *servedMix) note(now time.Time, o *originState) {
+	m.tally.add(now, 1)
 	if v := m.last.Load(); v != 0 && sampledWithin(now, v, mixSample) {
 		return
 	}
@@ -132,7 +196,7 @@ func (o *originState) tag() uint32 {
 
 // holdsSlow reports whether a pick for o for which failFast says the caller gets a refusal rather
 // than a wait may take a slow pair when only slow ones are ready: not when another origin is
-// served unbound (the refused worker serves that one).
+// served unbound (the refused worker serves that one). See also waitsIdle.
 func (p *Pool) holdsSlow(now time.Time, o *originState, failFast bool) bool {
 	return !failFast || !p.mix.elsewhere(now, o)
 }

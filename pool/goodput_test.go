@@ -127,6 +127,65 @@ func TestFailFastRefusesSlowWhenOtherOriginsServed(t *testing.T) {
 	pickSlow(t, p, "shop.test", "a minute after", true)
 }
 
+// TestFailFastTakesSlowWhenWorkersWait: a pool most of whose picks are refused (a finite crawl
+// whose unbound sites are done or nearly) takes a slow pair that alone is ready for a fail-fast
+// pick, though another origin is still served unbound: its refused workers mostly wait anyway, and
+// the slow pair's share of the binding site is what is left to gain.
+func TestFailFastTakesSlowWhenWorkersWait(t *testing.T) {
+	p, clk := slowPool(t, 2, 1, "shop.test")
+	park(t, p, "shop.test", "e1")
+	for i := range 3 {
+		clk.Advance(time.Second)
+		answer(t, p, clk, "other.test", fmt.Sprintf("e%d", i%2), 200*time.Millisecond)
+		answer(t, p, clk, "shop.test", "e0", 1500*time.Millisecond)
+	}
+	pickSlow(t, p, "shop.test", "two origins served in turn", false)
+	workersWait(t, p, clk)
+	pickSlow(t, p, "shop.test", "300 picks refused against about 70 pages served", true)
+}
+
+// TestIdleWorkersPassOverFlaky: a slow pair that timed out since it was tracked (a flaky exit,
+// whose timeouts fail the exit for every origin) is not taken because the workers mostly wait;
+// the goodput rule alone judges it, and another origin is served unbound.
+func TestIdleWorkersPassOverFlaky(t *testing.T) {
+	p, clk := slowPool(t, 2, 1, "shop.test")
+	park(t, p, "shop.test", "e1")
+	l, err := p.Pick(context.Background(), pool.Request{Origin: "shop.test", Exit: "e0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(1500 * time.Millisecond)
+	l.Report(timeoutVerdict)
+	for i := range 3 {
+		clk.Advance(time.Second)
+		answer(t, p, clk, "other.test", fmt.Sprintf("e%d", i%2), 200*time.Millisecond)
+		answer(t, p, clk, "shop.test", "e0", 1500*time.Millisecond)
+	}
+	workersWait(t, p, clk)
+	pickSlow(t, p, "shop.test", "workers waiting, e0 timed out once", false)
+}
+
+// workersWait makes the pool's workers mostly wait: 300 fail-fast picks refused for closed.test
+// (every exit parked for it), then one page of other.test, still served unbound.
+func workersWait(t *testing.T, p *pool.Pool, clk *clock.Fake) {
+	t.Helper()
+	park(t, p, "closed.test", "e0")
+	park(t, p, "closed.test", "e1")
+	refused := 0
+	for range 300 {
+		l, err := p.Pick(context.Background(), pool.Request{Origin: "closed.test", FailFast: true})
+		if err != nil {
+			refused++
+			continue
+		}
+		l.Release()
+	}
+	if refused != 300 {
+		t.Fatalf("picks refused for closed.test, every exit parked: %d of 300, want all", refused)
+	}
+	answer(t, p, clk, "other.test", "e1", 200*time.Millisecond)
+}
+
 // TestFailFastTakesSlowWhenEveryOriginBinds: an origin served while its picks find no fast exit
 // ready (bound: every site caps each exit, as in the bench's round-1 world) is no other work for a
 // refused worker — whatever it does next, each origin's fast capacity is used — so a fail-fast

@@ -105,6 +105,9 @@ type originLatency struct {
 type pairLatency struct {
 	v    atomic.Uint64
 	ramp atomic.Uint32
+	// timedOut: an answer of the pair timed out since it was tracked (a flaky exit, not only a
+	// slow one; goodput.go's waitsIdle).
+	timedOut atomic.Bool
 }
 
 // rampAge returns how long the pair has been ramping at now, and whether it still is.
@@ -185,6 +188,13 @@ func (l *originLatency) estimate(now time.Time, id uint32, typ float64) float64 
 	return typ
 }
 
+// timedOut reports whether an answer of the tracked pair of exit id timed out since it was
+// tracked.
+func (l *originLatency) timedOut(id uint32) bool {
+	pl := l.lookup(id)
+	return pl != nil && pl.timedOut.Load()
+}
+
 // isSlow reports whether the pair of exit id is slow for the origin at now: tracked, and its
 // decayed estimate still above fastFactor × the typical. A pick takes a slow exit only when no
 // other is ready (sample, scan), as the informed oracle of the bench's round-3 world does.
@@ -225,11 +235,18 @@ func (l *originLatency) observe(now time.Time, id uint32, d time.Duration, timed
 	}
 	typ := l.typicalSeconds()
 	if pl := l.lookup(id); pl != nil {
+		if timedOut {
+			pl.timedOut.Store(true)
+		}
 		l.update(now, id, pl, s, typ, timedOut)
 		return
 	}
 	if typ > 0 && s > slowFactor*typ && d > latencyFloor {
-		l.track(now, id, s, timedOut).ramp.Store(0)
+		pl := l.track(now, id, s, timedOut)
+		pl.ramp.Store(0)
+		if timedOut {
+			pl.timedOut.Store(true)
+		}
 		return
 	}
 	l.noteTypical(typ, s)
@@ -253,8 +270,11 @@ func (l *originLatency) update(now time.Time, id uint32, pl *pairLatency, s, typ
 	est, age, _ := pl.load(now)
 	_, ramping := pl.rampAge(now)
 	switch {
-	case est == 0 && s <= slowFactor*typ:
+	case est == 0 && (s <= slowFactor*typ || s <= latencyFloor.Seconds()):
 		// A ramping pair that is not slow: its answers feed the typical as any untracked one's.
+		// The floor holds for it as for an untracked pair (observe): without it, one loopback
+		// answer of a few milliseconds made a pair back from a ban slow, passed over for
+		// minutes with no breaker transition (issue 35).
 		if !ramping {
 			l.untrack(id)
 		}

@@ -82,13 +82,23 @@ const BanProbeRetry = time.Minute
 const recoveryShare = 10
 
 // originPace keeps the window an origin's pairs learned last (ratelimit.Window), packed in one word:
-// N in the high 16 bits, Length in milliseconds in the low 48 (0: none yet). Safe for concurrent use.
-type originPace struct{ bits atomic.Uint64 }
+// N in the high 16 bits, Length in milliseconds in the low 48 (0: none yet), and beside it the
+// window's Upper in milliseconds when its Length is a guess of the period (0: no guess; the two
+// words are stored one after the other, and a prior read between them is a window of either
+// learning's: both were learned). Safe for concurrent use.
+type originPace struct {
+	bits  atomic.Uint64
+	upper atomic.Int64
+}
 
 // prior returns the origin's learned window, zero when none.
 func (o *originPace) prior() ratelimit.Window {
 	v := o.bits.Load()
-	return ratelimit.Window{N: int(v >> 48), Length: time.Duration(v&(1<<48-1)) * time.Millisecond}
+	w := ratelimit.Window{N: int(v >> 48), Length: time.Duration(v&(1<<48-1)) * time.Millisecond}
+	if u := time.Duration(o.upper.Load()) * time.Millisecond; u > w.Length {
+		w.Upper = u
+	}
+	return w
 }
 
 // learn keeps w, a window a pair of the origin learned from its own traffic, as the prior.
@@ -97,6 +107,7 @@ func (o *originPace) learn(w ratelimit.Window) {
 	if w.IsZero() || w.N >= 1<<16 || ms <= 0 || ms >= 1<<48 {
 		return
 	}
+	o.upper.Store(w.Upper.Milliseconds())
 	o.bits.Store(uint64(w.N)<<48 | uint64(ms))
 }
 

@@ -74,18 +74,23 @@ func (p *Pool) pick(ctx context.Context, now time.Time, r Request, l *Lease) err
 	start := now
 	waitedFor := scopeNone // the scope of the last bucket waited for
 	for waits := 0; ; waits++ {
-		tokenAt, scope, err := p.pickOnce(now, r, l)
+		tokenAt, roomAt, scope, err := p.pickOnce(now, r, l)
 		if err != nil || tokenAt.IsZero() {
 			if err == nil && waits > 0 {
 				p.obs.throttled(ctx, Throttle{Origin: r.Origin, Exit: t.exit.exit, Scope: waitedFor, Waited: now.Sub(start)})
+			}
+			if err != nil {
+				p.mix.noteRefused(now) // goodput.go
 			}
 			t.now = now
 			t.retries = r.Retries
 			return err
 		}
-		wait := tokenAt.Sub(now)
-		terr := &ThrottledError{Origin: r.Origin, Scope: scope, RetryIn: wait}
-		if dl, ok := ctx.Deadline(); p.failsFast(r) || waits >= maxTokenWaits || (ok && dl.Before(tokenAt)) {
+		// The pick waits for the site's next slot: the soonest token, or a probe that comes sooner.
+		wait := roomAt.Sub(now)
+		terr := &ThrottledError{Origin: r.Origin, Scope: scope, RetryIn: tokenAt.Sub(now), RoomIn: wait}
+		if dl, ok := ctx.Deadline(); p.failsFast(r) || waits >= maxTokenWaits || (ok && dl.Before(roomAt)) {
+			p.mix.noteRefused(now)
 			p.obs.throttled(ctx, Throttle{Origin: r.Origin, Scope: scope, Waited: now.Sub(start), Refused: true})
 			return terr
 		}
@@ -103,8 +108,9 @@ func (p *Pool) pick(ctx context.Context, now time.Time, r Request, l *Lease) err
 const maxTokenWaits = 16
 
 // pickOnce is one try of pick. When breakers would admit the request but no token is there, it
-// returns the instant the soonest token comes and the scope of the bucket that lacks it.
-func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, scope Scope, err error) {
+// returns the instant the soonest token comes, the scope of the bucket that lacks it, and the
+// origin's next slot (roomAt: that token, or a probe that comes sooner; nextslot.go).
+func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt, roomAt time.Time, scope Scope, err error) {
 	t := &l.t
 	if at := now.UnixNano(); p.sweepDue(at) || p.gateways.expiryDue(at) { // mostly neither: asked inlined
 		p.maybeSweep(now)
@@ -114,29 +120,29 @@ func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, 
 	o := p.liveOrigin(originKey)
 	originPm, err := p.admitOrigin(now, o)
 	if err != nil && !p.dryRun {
-		return time.Time{}, scopeNone, err
+		return time.Time{}, time.Time{}, scopeNone, err
 	}
 	guardWould := err != nil
 	if ok, at := o.bucket.Ready(now); !ok {
 		originPm.Release(now)
-		return at, ScopeOrigin, nil
+		return at, at, ScopeOrigin, nil
 	}
 	if r.Exit != "" {
 		tokenAt, scope, err := p.pickPinned(now, o, originKey, r.Exit, r.Want, t)
 		if err != nil || !tokenAt.IsZero() {
 			originPm.Release(now)
-			return tokenAt, scope, err
+			return tokenAt, tokenAt, scope, err
 		}
 		t.originPm = originPm
 		t.would = t.would || guardWould
-		return time.Time{}, scopeNone, nil
+		return time.Time{}, time.Time{}, scopeNone, nil
 	}
 	memo, session := r.Retries, r.Session
 	set := p.set.Load()
 	view := set.view(r.Want)
 	if view != nil && view.n == 0 {
 		originPm.Release(now)
-		return time.Time{}, scopeNone, &NoMatchingExitError{Origin: originKey, Want: r.Want.String(), Exits: len(set.all)}
+		return time.Time{}, time.Time{}, scopeNone, &NoMatchingExitError{Origin: originKey, Want: r.Want.String(), Exits: len(set.all)}
 	}
 	var c choice
 	var st sessionStep // the session's pin (session_limits.go)
@@ -146,7 +152,7 @@ func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, 
 		if session != "" {
 			if es, err = p.stick(now, o, set, session, originKey, r.Want, &st); err != nil {
 				originPm.Release(now)
-				return time.Time{}, scopeNone, err
+				return time.Time{}, time.Time{}, scopeNone, err
 			}
 			if es != nil {
 				id = es.id
@@ -188,7 +194,7 @@ func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, 
 				o = p.liveOrigin(originKey)
 				originPm, err = p.admitOrigin(now, o)
 				if err != nil && !p.dryRun {
-					return time.Time{}, scopeNone, err
+					return time.Time{}, time.Time{}, scopeNone, err
 				}
 				guardWould = err != nil
 			}
@@ -202,20 +208,21 @@ func (p *Pool) pickOnce(now time.Time, r Request, l *Lease) (tokenAt time.Time, 
 		t.originPm = originPm
 		t.would = t.would || guardWould
 		l.move = st.move
-		return time.Time{}, scopeNone, nil
+		return time.Time{}, time.Time{}, scopeNone, nil
 	}
 	originPm.Release(now)
 	if !c.tokenAt.IsZero() {
-		return c.tokenAt, c.tokenScope, nil
+		return c.tokenAt, soonestOf(c.tokenAt, c.probeAt), c.tokenScope, nil
 	}
 	if c.budget != nil && c.probeAt.IsZero() {
-		return time.Time{}, scopeNone, budgetError(originKey, &c, now) // only spent tiers match
+		return time.Time{}, time.Time{}, scopeNone, budgetError(originKey, &c, now) // only spent tiers match
 	}
 	exits := len(set.all)
 	if view != nil {
 		exits = view.n
 	}
-	return time.Time{}, scopeNone, &NoHealthyExitError{Origin: originKey, Exits: exits, Want: r.Want.String(), RetryIn: untilPositive(c.probeAt, now)}
+	in := untilPositive(c.probeAt, now)
+	return time.Time{}, time.Time{}, scopeNone, &NoHealthyExitError{Origin: originKey, Exits: exits, Want: r.Want.String(), RetryIn: in, RoomIn: in}
 }
 
 // pickPinned is pickOnce for a request pinned to the exit labelled label (Request.Exit).
@@ -237,7 +244,7 @@ func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string
 	if !ok && scope != scopeNone {
 		return at, scope, nil
 	}
-	refuse := &NoHealthyExitError{Origin: originKey, Exits: 1, RetryIn: untilPositive(at, now)}
+	refuse := &NoHealthyExitError{Origin: originKey, Exits: 1, RetryIn: untilPositive(at, now), RoomIn: untilPositive(at, now)}
 	if !ok {
 		return time.Time{}, scopeNone, refuse
 	}

@@ -301,11 +301,22 @@ func (p *Pool) scan(g *tierGroup, sub *subset, now time.Time, o *originState, av
 	if c.exit == nil {
 		o.lat.noteBound(now) // no fast exit ready: the origin binds (goodput.go)
 	}
-	if c.exit == nil && slow.es != nil && p.holdsSlow(now, o, failFast) {
+	if c.exit == nil && slow.es != nil {
+		p.takeSlow(now, o, slow, failFast, c)
+	}
+}
+
+// takeSlow takes into c the slow exit of slow, when only slow exits are ready, if the worker is not
+// better off refused or waiting for another exit's token (goodput.go).
+func (p *Pool) takeSlow(now time.Time, o *originState, slow cheapest, failFast bool, c *choice) {
+	idle := p.waitsIdle(now, o, slow.id)
+	if idle || p.holdsSlow(now, o, failFast) {
 		// Only slow exits are ready. Holding a worker for a slow answer beats waiting only when no
-		// other exit's token comes sooner than that answer would: goodput per worker-second.
+		// other exit's token comes sooner than that answer would: goodput per worker-second —
+		// unless the pool's workers mostly wait (goodput.go), when the slow pair's share adds to
+		// what the other exits' tokens serve.
 		wait := c.tokenAt.Sub(now).Seconds()
-		if c.tokenAt.IsZero() || wait >= o.lat.estimate(now, slow.id, o.lat.typicalSeconds()) {
+		if c.tokenAt.IsZero() || idle || wait >= o.lat.estimate(now, slow.id, o.lat.typicalSeconds()) {
 			c.exit, c.id = slow.es, slow.id
 		}
 	}

@@ -45,7 +45,10 @@
 // pairs learned as the first window of its other pairs. A window that meets 429s more often than
 // its raises cost is distrusted, and the pair reads the window off a later 429 anew (learn.go).
 // Pair.Unannounced learns a window of up to a minute from 429s without
-// Retry-After, from the spacing of a pair's runs of them (unannounced.go), cutting nothing.
+// Retry-After, from the spacing of a pair's runs of them (unannounced.go), cutting nothing. A
+// limiter that blocks for longer than the period it counts over (Cloudflare's mitigation timeout)
+// puts a block between two resets: a pair whose resets are not the clock's is held to the
+// shortest natural period its served span allows, a guess lengthened at each 429 (period.go).
 //
 // Under Pair.Limited, a 429 without Retry-After cuts the pair's rate to half (never below the floor of one request a
 // minute); each success then adds back a twentieth of the ceiling, until the pair is at its ceiling

@@ -36,11 +36,16 @@ const (
 )
 
 // Window is what an origin allows a pair: N requests in any span of Length. The zero Window is
-// nothing learned.
+// nothing learned. Upper, when longer than Length, says that Length is a guess of the origin's
+// period, the shortest it may be (period.go): a 429 while held to it lengthens it, up to Upper.
 type Window struct {
 	N      int
 	Length time.Duration
+	Upper  time.Duration
 }
+
+// Guess reports whether w's Length is a guess of the origin's period (Upper is longer).
+func (w Window) Guess() bool { return w.Upper > w.Length }
 
 // IsZero reports whether w is nothing learned.
 func (w Window) IsZero() bool { return w.N <= 0 || w.Length <= 0 }
@@ -80,6 +85,10 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 		// before the reset counted in it.
 		own = fit
 		p.hold(own, reset, true, true)
+	case p.win != nil && p.guess != 0:
+		// Held to a guessed period (period.go): the period is longer, the count was right.
+		own = p.lengthen(reset)
+		p.struck = t
 	case p.win != nil:
 		// Re-aligned on the reset the origin announced; allowed one less only when the window
 		// before also ended in a 429 (one 429 may be a window the pair saw out of line).
@@ -95,6 +104,13 @@ func (p *Pair) Limited(now time.Time, retryAfter time.Duration, prior Window) Wi
 	case p.since != 0 && p.sent > 0 && reset-p.since <= consecutive*p.longest:
 		l, sure := natural(time.Duration(reset - p.since))
 		w := Window{N: int(p.sent), Length: l}
+		if !onBoundary(p.since) || !onBoundary(reset) {
+			// Not a clock-aligned window's resets: a block may have outlasted the period
+			// (period.go); the pair is held to the shortest period its successes allow.
+			if g, guess := guessPeriod(time.Duration(t-p.first), l); guess {
+				w.Length, w.Upper = g, l
+			}
+		}
 		p.hold(w, reset, false, sure)
 		if sure {
 			own = w // an unsure window is not the origin's prior: its other pairs would take it
@@ -143,7 +159,10 @@ func natural(d time.Duration) (l time.Duration, sure bool) {
 // fitted, a natural length, an origin's prior) ends the keeping of success instants; an unsure one
 // (a length that is no natural one) keeps it, for a fit to correct it.
 func (p *Pair) hold(w Window, start int64, seed, sure bool) {
-	p.win = &windowBudget{}
+	p.win, p.guess = &windowBudget{}, 0
+	if w.Guess() {
+		p.guess = int64(w.Upper)
+	}
 	p.win.reset(w.N, int64(w.Length), start)
 	if seed {
 		p.win.seed(p.recent, start)
@@ -156,7 +175,9 @@ func (p *Pair) hold(w Window, start int64, seed, sure bool) {
 }
 
 // Served counts a success at now towards the pair's window, and allows a pair held to a window
-// one more per window after RaiseAfter windows without a 429. A pair paced only by cuts (429s
+// one more per window after RaiseAfter windows without a 429 — or RaiseAfter of its longest rests,
+// when the origin's rests outlast its window (a block longer than the period: period.go), for
+// each raise past the origin's limit costs one rest. A pair paced only by cuts (429s
 // without a Retry-After) grows back as Grow does.
 func (p *Pair) Served(now time.Time) {
 	if p == nil || p.cfg.Disabled {
@@ -173,12 +194,15 @@ func (p *Pair) Served(now time.Time) {
 	if t < p.since {
 		return // an attempt the origin answered before its window reset
 	}
+	if p.sent == 0 {
+		p.first = t
+	}
 	p.sent++
 	if p.win == nil {
 		return
 	}
 	n, w := p.win.allowance()
-	if t-p.learned >= RaiseAfter*w {
+	if t-p.learned >= RaiseAfter*max(w, p.longest, p.runHigh) {
 		p.learned = t
 		p.win.raise(n + 1)
 	}

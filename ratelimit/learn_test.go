@@ -224,19 +224,32 @@ func TestUnannouncedLearnsTheWindow(t *testing.T) {
 	if p.Bucket() != nil {
 		t.Fatalf("after successes: paced, want unpaced (nothing is cut)")
 	}
-	own := p.Unannounced(sec(95), Window{})
-	if want := (Window{N: 4, Length: time.Minute}); own != want {
+	// Runs 85 s apart say a window of a minute at most; the 4 successes came within 15 s, so the
+	// pair is held to 4 per 30 s, a guess (period.go) of at most a minute.
+	if own, want := p.Unannounced(sec(95), Window{}), (Window{N: 4, Length: 30 * time.Second, Upper: time.Minute}); own != want {
 		t.Fatalf("second run learned %+v, want %+v", own, want)
 	}
-	if got := takes(p, every(sec(100), time.Second, 40)...); got != 0 {
-		t.Errorf("100…139 s: %d takes given, want 0 (its 4 successes of 80…83 s still count)", got)
+	if n, w := p.win.allowance(); n != 4 || time.Duration(w) != 30*time.Second {
+		t.Fatalf("held to %d per %v, want 4 per 30s", n, time.Duration(w))
 	}
-	if got := takes(p, every(sec(140), time.Second, 5)...); got != 4 {
-		t.Errorf("140…144 s: %d takes given, want 4", got)
+	if g, upper := p.Guessing(); !g || upper != time.Minute {
+		t.Errorf("Guessing() = %v, %v; want true, 1m0s", g, upper)
 	}
-	// A run in the window after the last: the origin allows less.
+	if got := takes(p, every(sec(100), time.Second, 10)...); got != 0 {
+		t.Errorf("100…109 s: %d takes given, want 0 (its 4 successes of 80…83 s still count)", got)
+	}
+	if got := takes(p, every(sec(114), time.Second, 5)...); got != 4 {
+		t.Errorf("114…118 s: %d takes given, want 4", got)
+	}
+	// A run while held to the guess: the period is longer, the count was right.
 	p.Served(sec(150))
 	p.Unannounced(sec(160), Window{})
+	if n, w := p.win.allowance(); n != 4 || time.Duration(w) != time.Minute {
+		t.Errorf("after a run while held to the guess: %d per %v, want 4 per 1m0s", n, time.Duration(w))
+	}
+	// A run in the window after the last one, held to a window that is no guess: one less.
+	p.Served(sec(200))
+	p.Unannounced(sec(210), Window{})
 	if n, _ := p.win.allowance(); n != 3 {
 		t.Errorf("after a run a window later: %d per window, want 3", n)
 	}

@@ -27,6 +27,8 @@ type Pair struct {
 	learned int64         // when the window was last learned or raised
 	struck  int64         // the last 429 while held to a window
 	win     *windowBudget // the window the pair is held to; nil: none
+	first   int64         // the first of the sent successes
+	guess   int64         // the window is a guess of the origin's period, at most this long (period.go); 0: none
 
 	// What the pair learns of a window the origin does not announce (unannounced.go), under mu.
 	tracked int64   // when the pair began noting its successes (its first 429, or a distrust); 0: not yet
@@ -34,6 +36,9 @@ type Pair struct {
 	inRun   bool    // the last verdict noted was a 429 without Retry-After
 	runAt   int64   // when the current run of 429s began; 0: none yet
 	runSent int64   // successes since then
+	runLast int64   // the latest 429 of the current run
+	runHigh int64   // the longest run of 429s seen (runLast - runAt): a block's length (period.go)
+	runOne  int64   // the first success since the current run began
 	recent  []int64 // the instants of its latest successes, oldest first (at most recentCap)
 }
 

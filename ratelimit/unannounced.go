@@ -35,11 +35,16 @@ func (p *Pair) Unannounced(now time.Time, prior Window) Window {
 	t := now.UnixNano()
 	p.track(t)
 	if p.inRun {
+		p.runLast = t
+		p.runHigh = max(p.runHigh, t-p.runAt)
 		return Window{} // the same run: the breaker rests the pair
 	}
 	p.inRun = true
 	var own Window
 	switch {
+	case p.win != nil && p.guess != 0:
+		// Held to a guessed period (period.go): the period is longer, the count was right.
+		own = p.lengthen(t)
 	case p.win != nil:
 		n, w := p.win.allowance()
 		if p.runAt != 0 && t-p.runAt <= consecutive*w {
@@ -47,14 +52,26 @@ func (p *Pair) Unannounced(now time.Time, prior Window) Window {
 		}
 		p.win.reset(n, w, t)
 	case p.runAt != 0 && p.runSent > 0:
-		if w, ok := looseNatural(time.Duration(t - p.runAt)); ok {
+		d := time.Duration(t - p.runAt)
+		if w, ok := looseNatural(d); ok {
+			// The runs are at least a window apart, more when a rest outlasted the window: the
+			// pair is held to the shortest period its successes allow, up to w (period.go).
 			own = Window{N: int(p.runSent), Length: w}
+			if g, guess := guessPeriod(time.Duration(t-p.runOne), w); guess {
+				own.Length, own.Upper = g, w
+			}
 			p.hold(own, t, true, true)
+		} else if p.runLast-p.runAt > int64(maxUnannounced) && p.runSent > 1 {
+			// The last run outlasted any window learned without Retry-After: a block (period.go).
+			if g, ok := guessPeriod(time.Duration(t-p.runOne), d); ok {
+				own = Window{N: int(p.runSent), Length: g, Upper: d}
+				p.hold(own, t, true, true)
+			}
 		}
 	case !prior.IsZero():
 		p.hold(prior, t, true, true) // no Retry-After to fit a window to: nothing to keep successes for
 	}
-	p.runAt, p.runSent, p.learned = t, 0, t
+	p.runAt, p.runLast, p.runSent, p.learned = t, t, 0, t
 	return own
 }
 
@@ -80,6 +97,9 @@ func (p *Pair) noteSuccess(t int64) {
 		return // a pair held to a window tracks: hold follows track
 	}
 	p.inRun = false
+	if p.runSent == 0 {
+		p.runOne = t
+	}
 	p.runSent++
 	if !p.sure {
 		p.keepRecent(t)

@@ -18,9 +18,10 @@ type Decision struct {
 	// cancellation), for origin-scoped permanent failures, for an empty pool and for errors that did
 	// not come from a transport.Transport.
 	Retry bool
-	// Wait is the least time before a retry can go out at all: the soonest probe when no exit was
-	// ready (pool.NoHealthyExitError.RetryIn), the origin guard's next probe
-	// (pool.OriginUnhealthyError.RetryIn), the next token (pool.ThrottledError.RetryIn), or an
+	// Wait is the least time before a retry can go out at all: when the origin has room next
+	// through any exit, a probe or a token, when no exit was ready or none had a token
+	// (pool.NoHealthyExitError.RoomIn, pool.ThrottledError.RoomIn; their RetryIn when RoomIn is
+	// unknown), the origin guard's next probe (pool.OriginUnhealthyError.RetryIn), or an
 	// origin-scoped failure's Retry-After. Zero means at once: the retry goes out through another
 	// exit.
 	Wait time.Duration
@@ -100,7 +101,7 @@ func decideError(err error) Decision {
 	case errors.As(err, &nh):
 		refused.Origin = nh.Origin
 		refused.Retry = nh.Exits > 0 // an empty pool stays empty
-		refused.Wait = nh.RetryIn
+		refused.Wait = roomIn(nh.RoomIn, nh.RetryIn)
 		return refused
 	case errors.As(err, &ou):
 		refused.Origin = ou.Origin
@@ -109,12 +110,21 @@ func decideError(err error) Decision {
 	case errors.As(err, &th):
 		refused.Origin = th.Origin
 		refused.Retry = th.Err == nil // Err set: the caller gave up while it waited
-		refused.Wait = th.RetryIn
+		refused.Wait = roomIn(th.RoomIn, th.RetryIn)
 		return refused
 	}
 	// Not the transport's: the caller's cancellation, a redirect policy, a malformed request, a
 	// closed transport. Retrying cannot help.
 	return Decision{Verdict: pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassError}}
+}
+
+// roomIn is a refusal's wait: when the origin has room next (room), else retryIn when that is
+// unknown (0).
+func roomIn(room, retryIn time.Duration) time.Duration {
+	if room > 0 {
+		return room
+	}
+	return retryIn
 }
 
 // statusVerdict judges a response that did not come through a Transport by its status alone.
