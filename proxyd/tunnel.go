@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
@@ -30,7 +31,9 @@ import (
 //   - no byte back within FirstByteTimeout of the client's first bytes: a stall, judged a timeout;
 //     the tunnel is closed so that the client's retry goes elsewhere;
 //   - a client that leaves first, or a tunnel the daemon closes, says nothing of the exit; nor does
-//     a tunnel the client keeps silent past FirstByteTimeout, whose lease is given back then.
+//     a tunnel the client keeps silent past FirstByteTimeout, whose lease is given back then;
+//   - a tunnel silent both ways for TunnelIdleTimeout is closed (idleCheck), and says nothing of
+//     the exit either: the client went quiet.
 //
 // Bytes each way are counted on the exit's socket: those up to the verdict go with the report
 // (Lease.ReportTrafficAt), the rest to the exit's and origin's totals when the tunnel ends
@@ -56,7 +59,10 @@ type tunnel struct {
 	killed     bool
 	stall      clock.Timer
 	idle       clock.Timer  // the client's silence since the opening (idleRelease)
+	quiet      clock.Timer  // the silence both ways (idleCheck)
 	reported   pool.Traffic // the bytes that went with the report
+
+	lastActive atomic.Int64 // the pool clock's UnixNano at the last byte either way
 }
 
 // tlsHandshakeRecord and tlsAlertRecord are TLS record content types (RFC 8446 §5.1).
@@ -178,6 +184,8 @@ func (t *tunnel) run(client net.Conn, br *bufio.Reader) {
 	if !t.judged && t.firstSent.IsZero() {
 		t.idle = t.s.pool.Clock().AfterFunc(t.s.cfg.FirstByteTimeout, t.idleRelease)
 	}
+	t.active()
+	t.quiet = t.s.pool.Clock().AfterFunc(t.s.cfg.TunnelIdleTimeout, t.idleCheck)
 	t.mu.Unlock()
 	t.s.metrics.tunnelOpened()
 	defer t.s.metrics.tunnelClosed()
@@ -192,6 +200,9 @@ func (t *tunnel) run(client net.Conn, br *bufio.Reader) {
 	<-done
 	client.Close()
 	t.up.Close()
+	t.mu.Lock()
+	t.quiet.Stop()
+	t.mu.Unlock()
 	t.finish()
 }
 
@@ -202,6 +213,7 @@ func (t *tunnel) fromClient(br *bufio.Reader) {
 	for {
 		n, err := br.Read(buf)
 		if n > 0 {
+			t.active()
 			t.clientSent(buf[0])
 			if _, werr := t.up.Write(buf[:n]); werr != nil {
 				t.closeBoth()
@@ -229,6 +241,7 @@ func (t *tunnel) fromExit(client net.Conn) {
 	for {
 		n, err := t.up.Read(buf)
 		if n > 0 {
+			t.active()
 			if first {
 				first = false
 				t.answered(buf[0])
@@ -278,6 +291,30 @@ func (t *tunnel) idleRelease() {
 		return
 	}
 	t.judgeLocked(pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled})
+}
+
+// active notes a byte either way, now.
+func (t *tunnel) active() { t.lastActive.Store(t.s.pool.Clock().Now().UnixNano()) }
+
+// idleCheck is the quiet timer: a tunnel silent both ways for TunnelIdleTimeout is closed, its
+// lease (if still unjudged) given back neutral; one that carried bytes since is checked again when
+// its silence would reach the timeout.
+func (t *tunnel) idleCheck() {
+	now := t.s.pool.Clock().Now()
+	quiet := now.Sub(time.Unix(0, t.lastActive.Load()))
+	t.mu.Lock()
+	if quiet < t.s.cfg.TunnelIdleTimeout {
+		t.quiet = t.s.pool.Clock().AfterFunc(t.s.cfg.TunnelIdleTimeout-quiet, t.idleCheck)
+		t.mu.Unlock()
+		return
+	}
+	if !t.judged {
+		t.judgeLocked(pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled})
+	}
+	t.killed = true
+	t.mu.Unlock()
+	t.s.metrics.tunnelIdled()
+	t.closeBoth()
 }
 
 // answered judges the tunnel by the first byte the exit relayed.
