@@ -15,6 +15,7 @@ import (
 
 	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/pool"
+	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // A tunnel (an HTTP CONNECT or a SOCKS5 CONNECT) is one exit for its life: the pick is made once,
@@ -73,7 +74,9 @@ const (
 
 // openTunnel picks an exit for target (host:port) with opts and sets up the tunnel through it.
 // A refusal says why there is none, already judged and reported on the lease when an exit was
-// tried.
+// tried. A gateway's CONNECT reply that names an egress IP the pool says the origin has banned
+// (egress-header=, pool/gateway_egress.go) retires the session; the tunnel is closed unused and
+// dialled again through a fresh one, pool.MaxEgressRedials times at most, as the transport does.
 func (s *Server) openTunnel(host, target string, opts Options) (*tunnel, *refusal) {
 	if !s.cfg.AllowPrivate {
 		if err := checkHost(host); err != nil {
@@ -81,6 +84,20 @@ func (s *Server) openTunnel(host, target string, opts Options) (*tunnel, *refusa
 		}
 	}
 	origin := s.cfg.OriginKey(&url.URL{Scheme: schemeForPort(target), Host: target})
+	for tries := 1; ; tries++ {
+		t, ref, rejected := s.tryTunnel(origin, target, opts)
+		if rejected == nil {
+			return t, ref
+		}
+		if redial, err := transport.EgressRedial(rejected, tries); !redial {
+			return nil, egressRefusal(target, err)
+		}
+	}
+}
+
+// tryTunnel is one pick and setup of openTunnel; rejected is the egress rejection of a tunnel
+// that opened through a banned egress IP (closed, reported neutral).
+func (s *Server) tryTunnel(origin, target string, opts Options) (t *tunnel, ref *refusal, rejected error) {
 	ctx := s.ctx
 	// A pick that would wait for a rate-limit token waits at most the handshake timeout: past it
 	// the pool refuses at once (a *pool.ThrottledError), and the client hears 503 with Retry-After.
@@ -88,17 +105,23 @@ func (s *Server) openTunnel(host, target string, opts Options) (*tunnel, *refusa
 	lease, err := s.pool.Pick(pctx, opts.request(origin))
 	cancel()
 	if err != nil {
-		return nil, pickRefusal(err)
+		return nil, pickRefusal(err), nil
 	}
 	e := lease.Exit()
 	at := lease.Info().At
 	s.sessions.note(opts.Session, origin, e.Label())
 	d := s.dialThrough(ctx, e, target)
 	now := s.pool.Clock().Now()
+	if d.err == nil {
+		d.err = transport.RejectBannedEgress(&lease, d.reply)
+		if d.err != nil {
+			d.conn.Close()
+		}
+	}
 	if d.err != nil {
 		if errors.Is(d.err, ErrForbiddenTarget) {
 			lease.Release()
-			return nil, forbiddenRefusal(d.err)
+			return nil, forbiddenRefusal(d.err), nil
 		}
 		v := s.judgeDial(ctx, e, origin, d.err)
 		var tr pool.Traffic
@@ -106,15 +129,29 @@ func (s *Server) openTunnel(host, target string, opts Options) (*tunnel, *refusa
 			tr = d.conn.traffic()
 		}
 		lease.ReportTrafficAt(now, v, tr)
+		if d.received == http.StatusOK { // opened, then rejected for its egress IP
+			return nil, nil, d.err
+		}
 		s.metrics.tunnelFailed()
 		return nil, &refusal{
 			status: failureStatus(v.Class), errType: errorType(v.Class), exit: e.Label(), received: d.received,
 			reason: "tunnel to " + target + " via " + e.Label() + ": " + verdictDetails(v), socks: socksCodeOf(v),
-		}
+		}, nil
 	}
-	t := &tunnel{s: s, exit: e, origin: origin, up: d.conn, lease: lease, setup: now.Sub(at)}
+	t = &tunnel{s: s, exit: e, origin: origin, up: d.conn, lease: lease, setup: now.Sub(at)}
 	s.tunnels.add(t) // from here a pair that opens closes it, even before the client hears of it
-	return t, nil
+	return t, nil, nil
+}
+
+// egressRefusal answers a tunnel whose gateway kept assigning egress IPs the origin has banned
+// (err a *pool.EgressBannedError, naming the gateway by label, never a session): 502.
+func egressRefusal(target string, err error) *refusal {
+	r := &refusal{status: http.StatusBadGateway, errType: "destination_unavailable", reason: "tunnel to " + target + ": " + err.Error(), socks: socksHostUnreachable}
+	var eb *pool.EgressBannedError
+	if errors.As(err, &eb) {
+		r.exit = eb.Gateway
+	}
+	return r
 }
 
 // forbiddenRefusal answers a relay to a forbidden address: 403, nothing sent.
