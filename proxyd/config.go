@@ -1,6 +1,7 @@
 package proxyd
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,12 @@ type Config struct {
 	// SessionsKept bounds the (session, site) → exit table (Server.ExitOfSession). Default
 	// DefaultSessionsKept.
 	SessionsKept int
+
+	// ProxyTLS, when set, is the TLS configuration of a tunnel's connection to an https:// exit
+	// (its RootCAs, say, for a proxy whose certificate a private CA signed); ServerName is always
+	// the exit's host. Nil: the system's roots, TLS 1.2 at least. Plain HTTP through an https://
+	// exit goes through the transport, whose base template's TLSClientConfig applies instead.
+	ProxyTLS *tls.Config
 
 	// OriginKey maps a target to the origin key breakers are kept per: give the transport's
 	// (transport.WithOriginKey) so that plain HTTP and tunnels share breakers. Default

@@ -166,7 +166,12 @@ func (s *Server) dialProxy(ctx context.Context, e *pool.Exit, cc *countConn) err
 		c.SetDeadline(dl)
 	}
 	if e.Scheme() == pool.SchemeHTTPS {
-		tc := tls.Client(c, &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12})
+		conf := &tls.Config{MinVersion: tls.VersionTLS12}
+		if s.cfg.ProxyTLS != nil {
+			conf = s.cfg.ProxyTLS.Clone()
+		}
+		conf.ServerName = u.Hostname()
+		tc := tls.Client(c, conf)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			raw.Close()
 			return err
