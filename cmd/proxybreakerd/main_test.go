@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 )
