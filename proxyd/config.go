@@ -1,6 +1,7 @@
 package proxyd
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,7 +19,10 @@ const (
 	DefaultIdleTimeout      = 90 * time.Second
 	DefaultHandshakeTimeout = 15 * time.Second
 	DefaultFirstByteTimeout = 15 * time.Second
-	DefaultMaxConns         = 4096
+	// DefaultTunnelIdleTimeout closes a tunnel silent both ways for five minutes: longer than the
+	// keep-alive of any browser or HTTP library (Chromium 5 min on a proxy's socket is the longest).
+	DefaultTunnelIdleTimeout = 5 * time.Minute
+	DefaultMaxConns          = 4096
 	// DefaultSessionsKept bounds the (session, site) → exit table the report API reads.
 	DefaultSessionsKept = 100_000
 )
@@ -51,12 +55,22 @@ type Config struct {
 	// byte from the origin: past it the tunnel is a stall, judged a timeout and closed. Default
 	// DefaultFirstByteTimeout.
 	FirstByteTimeout time.Duration
+	// TunnelIdleTimeout closes a tunnel whose both directions carried nothing for this long: the
+	// client went quiet, which says nothing of the exit (an unjudged lease is given back neutral).
+	// Default DefaultTunnelIdleTimeout.
+	TunnelIdleTimeout time.Duration
 	// MaxConns caps the client connections open at once across the server's listeners; one more
 	// is closed as soon as it is accepted. Default DefaultMaxConns.
 	MaxConns int
 	// SessionsKept bounds the (session, site) → exit table (Server.ExitOfSession). Default
 	// DefaultSessionsKept.
 	SessionsKept int
+
+	// ProxyTLS, when set, is the TLS configuration of a tunnel's connection to an https:// exit
+	// (its RootCAs, say, for a proxy whose certificate a private CA signed); ServerName is always
+	// the exit's host. Nil: the system's roots, TLS 1.2 at least. Plain HTTP through an https://
+	// exit goes through the transport, whose base template's TLSClientConfig applies instead.
+	ProxyTLS *tls.Config
 
 	// OriginKey maps a target to the origin key breakers are kept per: give the transport's
 	// (transport.WithOriginKey) so that plain HTTP and tunnels share breakers. Default
@@ -78,6 +92,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"IdleTimeout", &c.IdleTimeout, DefaultIdleTimeout},
 		{"HandshakeTimeout", &c.HandshakeTimeout, DefaultHandshakeTimeout},
 		{"FirstByteTimeout", &c.FirstByteTimeout, DefaultFirstByteTimeout},
+		{"TunnelIdleTimeout", &c.TunnelIdleTimeout, DefaultTunnelIdleTimeout},
 	} {
 		switch {
 		case *d.v < 0:

@@ -36,14 +36,15 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reason: "this is a proxy: send absolute-URI requests (GET http://host/path) or CONNECT host:port"})
 		return
 	}
+	ctx := r.Context()
 	if !s.cfg.AllowPrivate {
 		if err := checkHost(r.URL.Hostname()); err != nil {
 			s.metrics.targetsRefused.Add(1)
 			writeRefusal(w, forbiddenRefusal(err))
 			return
 		}
+		ctx = context.WithValue(ctx, targetHostKey{}, strings.Trim(r.URL.Hostname(), "[]"))
 	}
-	ctx := r.Context()
 	if opts.Session != "" {
 		ctx = transport.ContextWithSession(ctx, opts.Session) // its exit is noted once known (ModifyResponse)
 	}

@@ -17,7 +17,7 @@ type metrics struct {
 	connsAccepted, connsOverCap, connsNotAllowed atomic.Int64
 	authRefused, optionsRefused, targetsRefused  atomic.Int64
 	tunnelsOpen, tunnelsOpened, tunnelsFailed    atomic.Int64
-	tunnelsStalled, tunnelsKilled                atomic.Int64
+	tunnelsStalled, tunnelsKilled, tunnelsIdled  atomic.Int64
 
 	mu       sync.Mutex
 	verdicts map[verdictKey]int64 // tunnel verdicts, by outcome and class
@@ -35,6 +35,7 @@ func (m *metrics) tunnelStalled() {
 	m.tunnelsStalled.Add(1)
 }
 func (m *metrics) tunnelKilled() { m.tunnelsKilled.Add(1) }
+func (m *metrics) tunnelIdled()  { m.tunnelsIdled.Add(1) }
 
 func (m *metrics) tunnelJudged(v pool.Verdict) {
 	m.mu.Lock()
@@ -58,6 +59,7 @@ type Stats struct {
 	TunnelsFailed   int64 `json:"tunnels_failed"`  // setup through the exit failed
 	TunnelsStalled  int64 `json:"tunnels_stalled"` // no first byte back in time
 	TunnelsKilled   int64 `json:"tunnels_killed"`  // closed because their pair or exit opened
+	TunnelsIdled    int64 `json:"tunnels_idled"`   // closed silent both ways past TunnelIdleTimeout
 }
 
 // Stats returns the daemon's counts now.
@@ -67,13 +69,13 @@ func (s *Server) Stats() Stats {
 		ConnsAccepted: m.connsAccepted.Load(), ConnsOverCap: m.connsOverCap.Load(), ConnsNotAllowed: m.connsNotAllowed.Load(),
 		AuthRefused: m.authRefused.Load(), OptionsRefused: m.optionsRefused.Load(), TargetsRefused: m.targetsRefused.Load(),
 		TunnelsOpen: m.tunnelsOpen.Load(), TunnelsOpened: m.tunnelsOpened.Load(), TunnelsFailed: m.tunnelsFailed.Load(),
-		TunnelsStalled: m.tunnelsStalled.Load(), TunnelsKilled: m.tunnelsKilled.Load(),
+		TunnelsStalled: m.tunnelsStalled.Load(), TunnelsKilled: m.tunnelsKilled.Load(), TunnelsIdled: m.tunnelsIdled.Load(),
 	}
 }
 
 // RegisterMetrics adds the daemon's instruments to meter, observed at each collection:
 // proxybreakerd.connections (accepted, and refused by reason), proxybreakerd.tunnels.open,
-// proxybreakerd.tunnels (opened, failed, stalled, killed), proxybreakerd.tunnel.verdicts (by
+// proxybreakerd.tunnels (opened, failed, stalled, killed, idled), proxybreakerd.tunnel.verdicts (by
 // outcome and class) and proxybreakerd.refusals (auth, options, target). The returned func
 // unregisters them.
 func (s *Server) RegisterMetrics(meter metric.Meter) (func() error, error) {
@@ -109,7 +111,7 @@ func (s *Server) RegisterMetrics(meter metric.Meter) (func() error, error) {
 		for _, c := range []struct {
 			v    int64
 			what string
-		}{{st.TunnelsOpened, "opened"}, {st.TunnelsFailed, "failed"}, {st.TunnelsStalled, "stalled"}, {st.TunnelsKilled, "killed"}} {
+		}{{st.TunnelsOpened, "opened"}, {st.TunnelsFailed, "failed"}, {st.TunnelsStalled, "stalled"}, {st.TunnelsKilled, "killed"}, {st.TunnelsIdled, "idled"}} {
 			o.ObserveInt64(tunnels, c.v, metric.WithAttributes(attribute.String("event", c.what)))
 		}
 		for _, c := range []struct {

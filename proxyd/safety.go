@@ -1,6 +1,7 @@
 package proxyd
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -19,9 +20,14 @@ import (
 // below: literal addresses before any pick, and — for what the daemon dials itself (a direct
 // exit) — the address a name resolved to, checked on the socket being connected (net.Dialer's
 // Control), so a name that resolves to a public address once and a private one the next time
-// (DNS rebinding) is caught at the dial that counts. A proxy exit resolves names itself: what its
-// own network reaches is its policy; the daemon refuses the literal addresses and the names
-// localhost and *.localhost there too.
+// (DNS rebinding) is caught at the dial that counts. A socks5:// exit is handed the address the
+// daemon resolved the name to: over a tunnel the daemon resolves it and checks the address it
+// sends (socksThrough); over plain HTTP the transport resolves it, and the daemon resolves it
+// again when the transport dials the exit's proxy and refuses the dial if any address is
+// forbidden (checkResolvedTarget) — two lookups, so a resolver that answers them differently
+// (rebinding within milliseconds) can still slip through there. A proxy exit that resolves names
+// itself (http://, https://, socks5h://): what its own network reaches is its policy; the daemon
+// refuses the literal addresses and the names localhost and *.localhost there too.
 
 // forbiddenRanges are the destinations refused unless Config.AllowPrivate: loopback, link-local
 // (cloud metadata), private, shared (CGNAT), "this network", multicast, reserved, and their IPv6
@@ -74,6 +80,35 @@ func checkHost(host string) error {
 	}
 	if a, err := netip.ParseAddr(h); err == nil && forbiddenAddr(a) {
 		return &forbiddenTarget{host}
+	}
+	return nil
+}
+
+// targetHostKey carries a plain-HTTP request's target host to the transport's dials
+// (checkResolvedTarget), set unless Config.AllowPrivate.
+type targetHostKey struct{}
+
+// checkResolvedTarget refuses a dial through a socks5:// exit — which is handed the address the
+// transport resolved the target's name to — when that name (the request's, in ctx) resolves to a
+// forbidden address. The transport looks names up with net.DefaultResolver; so does this. A
+// lookup that fails here lets the dial go on: the transport's own lookup succeeded a moment ago,
+// and a name that no longer resolves says nothing forbidden.
+func checkResolvedTarget(ctx context.Context) error {
+	host, _ := ctx.Value(targetHostKey{}).(string)
+	if host == "" {
+		return nil
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil // a literal address, checked before the pick (checkHost)
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil
+	}
+	for _, ip := range ips {
+		if forbiddenAddr(ip) {
+			return &forbiddenTarget{ip.Unmap().String()}
+		}
 	}
 	return nil
 }

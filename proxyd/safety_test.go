@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/pool"
 )
 
@@ -139,14 +140,7 @@ func TestPrivateTargetsRefused(t *testing.T) {
 	// A name that is not "localhost" but resolves to loopback (this machine's own name, from
 	// /etc/hosts) passes the literal check and is refused by the direct exit's dial: the address
 	// checked is the one resolved.
-	host, err := os.Hostname()
-	if err != nil {
-		t.Skip("no host name")
-	}
-	ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
-	if err != nil || len(ips) == 0 || !ips[0].IsLoopback() {
-		t.Skipf("host name %q does not resolve to loopback (%v %v)", host, ips, err)
-	}
+	host := loopbackName(t)
 	srv, _ := w.origin(false)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
 	target := net.JoinHostPort(host, port)
@@ -158,6 +152,60 @@ func TestPrivateTargetsRefused(t *testing.T) {
 	}
 	if st := w.s.pool.Snapshot(); len(st.Pairs) != 0 || st.Exits[0].Breaker.FailuresInWindow != 0 {
 		t.Errorf("refused targets counted against the direct exit: %+v", st.Pairs)
+	}
+}
+
+// loopbackName returns this machine's host name, which resolves to a loopback address (from
+// /etc/hosts), and skips the test where it does not.
+func loopbackName(t *testing.T) string {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no host name")
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
+	if err != nil || len(ips) == 0 || !ips[0].IsLoopback() {
+		t.Skipf("host name %q does not resolve to loopback (%v %v)", host, ips, err)
+	}
+	return host
+}
+
+// TestSOCKS5ExitResolvedNameRefused: a socks5:// exit is handed the address the daemon's side
+// resolved the target's name to, so a name that passes the literal check but resolves to
+// loopback is refused over plain HTTP (the transport's lookup, checked at its dial) as over a
+// tunnel (the daemon's own): 403, nothing reaches the origin, nothing counts against the exit.
+// With -allow-private the same request goes through.
+func TestSOCKS5ExitResolvedNameRefused(t *testing.T) {
+	host := loopbackName(t)
+	for _, allow := range []bool{false, true} {
+		w := newWorld(t, Config{AllowPrivate: allow}, "", exitSpec{label: "s", cfg: proxytest.Config{SOCKS5: true}})
+		srv, seen := w.origin(false)
+		_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+		target := net.JoinHostPort(host, port)
+		resp := rawGet(t, w, "http://"+target+"/", "")
+		resp.Body.Close()
+		resp2, _, _ := w.connect(target)
+		if !allow {
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Header.Get("Proxy-Status"), "error=destination_ip_prohibited") {
+				t.Errorf("GET http://%s/ (resolves to loopback) via socks5://: %d %q, want 403 destination_ip_prohibited", target, resp.StatusCode, resp.Header.Get("Proxy-Status"))
+			}
+			if resp2.StatusCode != http.StatusForbidden {
+				t.Errorf("CONNECT %s via socks5://: %d, want 403", target, resp2.StatusCode)
+			}
+			if n := len(*seen); n != 0 {
+				t.Errorf("the origin saw %d requests, want 0", n)
+			}
+			if st := w.s.pool.Snapshot(); len(st.Pairs) != 0 || st.Exits[0].Breaker.FailuresInWindow != 0 {
+				t.Errorf("refused targets counted against the socks5 exit: %+v", st.Pairs)
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusOK || len(*seen) != 1 {
+			t.Errorf("with AllowPrivate: GET %d, origin saw %d; want 200 and 1", resp.StatusCode, len(*seen))
+		}
+		if resp2.StatusCode != http.StatusOK {
+			t.Errorf("with AllowPrivate: CONNECT %d, want 200", resp2.StatusCode)
+		}
 	}
 }
 

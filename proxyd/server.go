@@ -85,7 +85,8 @@ func (s *Server) Pool() *pool.Pool { return s.pool }
 func (s *Server) Transport() *transport.Transport { return s.tr }
 
 // baseTemplate is transport.DefaultBaseTemplate whose dials to targets (a direct exit's; any dial
-// that is not to an exit's proxy) refuse forbidden addresses unless Config.AllowPrivate.
+// that is not to an exit's proxy) refuse forbidden addresses unless Config.AllowPrivate, as do the
+// dials to a socks5:// exit's proxy when the target's name resolves to one (checkResolvedTarget).
 func (s *Server) baseTemplate() *http.Transport {
 	t := transport.DefaultBaseTemplate()
 	if s.cfg.AllowPrivate {
@@ -95,6 +96,11 @@ func (s *Server) baseTemplate() *http.Transport {
 	guarded := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: guardControl}
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if e, ok := transport.ExitFromContext(ctx); ok && !e.Direct() {
+			if e.Scheme() == pool.SchemeSOCKS5 {
+				if err := checkResolvedTarget(ctx); err != nil {
+					return nil, err
+				}
+			}
 			return plain.DialContext(ctx, network, addr) // the exit's proxy, which the operator listed
 		}
 		return guarded.DialContext(ctx, network, addr)

@@ -10,10 +10,12 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/proxybreaker/proxybreaker/clock"
 	"github.com/proxybreaker/proxybreaker/pool"
+	"github.com/proxybreaker/proxybreaker/transport"
 )
 
 // A tunnel (an HTTP CONNECT or a SOCKS5 CONNECT) is one exit for its life: the pick is made once,
@@ -30,7 +32,9 @@ import (
 //   - no byte back within FirstByteTimeout of the client's first bytes: a stall, judged a timeout;
 //     the tunnel is closed so that the client's retry goes elsewhere;
 //   - a client that leaves first, or a tunnel the daemon closes, says nothing of the exit; nor does
-//     a tunnel the client keeps silent past FirstByteTimeout, whose lease is given back then.
+//     a tunnel the client keeps silent past FirstByteTimeout, whose lease is given back then;
+//   - a tunnel silent both ways for TunnelIdleTimeout is closed (idleCheck), and says nothing of
+//     the exit either: the client went quiet.
 //
 // Bytes each way are counted on the exit's socket: those up to the verdict go with the report
 // (Lease.ReportTrafficAt), the rest to the exit's and origin's totals when the tunnel ends
@@ -56,7 +60,10 @@ type tunnel struct {
 	killed     bool
 	stall      clock.Timer
 	idle       clock.Timer  // the client's silence since the opening (idleRelease)
+	quiet      clock.Timer  // the silence both ways (idleCheck)
 	reported   pool.Traffic // the bytes that went with the report
+
+	lastActive atomic.Int64 // the pool clock's UnixNano at the last byte either way
 }
 
 // tlsHandshakeRecord and tlsAlertRecord are TLS record content types (RFC 8446 §5.1).
@@ -67,7 +74,9 @@ const (
 
 // openTunnel picks an exit for target (host:port) with opts and sets up the tunnel through it.
 // A refusal says why there is none, already judged and reported on the lease when an exit was
-// tried.
+// tried. A gateway's CONNECT reply that names an egress IP the pool says the origin has banned
+// (egress-header=, pool/gateway_egress.go) retires the session; the tunnel is closed unused and
+// dialled again through a fresh one, pool.MaxEgressRedials times at most, as the transport does.
 func (s *Server) openTunnel(host, target string, opts Options) (*tunnel, *refusal) {
 	if !s.cfg.AllowPrivate {
 		if err := checkHost(host); err != nil {
@@ -75,6 +84,20 @@ func (s *Server) openTunnel(host, target string, opts Options) (*tunnel, *refusa
 		}
 	}
 	origin := s.cfg.OriginKey(&url.URL{Scheme: schemeForPort(target), Host: target})
+	for tries := 1; ; tries++ {
+		t, ref, rejected := s.tryTunnel(origin, target, opts)
+		if rejected == nil {
+			return t, ref
+		}
+		if redial, err := transport.EgressRedial(rejected, tries); !redial {
+			return nil, egressRefusal(target, err)
+		}
+	}
+}
+
+// tryTunnel is one pick and setup of openTunnel; rejected is the egress rejection of a tunnel
+// that opened through a banned egress IP (closed, reported neutral).
+func (s *Server) tryTunnel(origin, target string, opts Options) (t *tunnel, ref *refusal, rejected error) {
 	ctx := s.ctx
 	// A pick that would wait for a rate-limit token waits at most the handshake timeout: past it
 	// the pool refuses at once (a *pool.ThrottledError), and the client hears 503 with Retry-After.
@@ -82,17 +105,23 @@ func (s *Server) openTunnel(host, target string, opts Options) (*tunnel, *refusa
 	lease, err := s.pool.Pick(pctx, opts.request(origin))
 	cancel()
 	if err != nil {
-		return nil, pickRefusal(err)
+		return nil, pickRefusal(err), nil
 	}
 	e := lease.Exit()
 	at := lease.Info().At
 	s.sessions.note(opts.Session, origin, e.Label())
 	d := s.dialThrough(ctx, e, target)
 	now := s.pool.Clock().Now()
+	if d.err == nil {
+		d.err = transport.RejectBannedEgress(&lease, d.reply)
+		if d.err != nil {
+			d.conn.Close()
+		}
+	}
 	if d.err != nil {
 		if errors.Is(d.err, ErrForbiddenTarget) {
 			lease.Release()
-			return nil, forbiddenRefusal(d.err)
+			return nil, forbiddenRefusal(d.err), nil
 		}
 		v := s.judgeDial(ctx, e, origin, d.err)
 		var tr pool.Traffic
@@ -100,15 +129,29 @@ func (s *Server) openTunnel(host, target string, opts Options) (*tunnel, *refusa
 			tr = d.conn.traffic()
 		}
 		lease.ReportTrafficAt(now, v, tr)
+		if d.received == http.StatusOK { // opened, then rejected for its egress IP
+			return nil, nil, d.err
+		}
 		s.metrics.tunnelFailed()
 		return nil, &refusal{
 			status: failureStatus(v.Class), errType: errorType(v.Class), exit: e.Label(), received: d.received,
 			reason: "tunnel to " + target + " via " + e.Label() + ": " + verdictDetails(v), socks: socksCodeOf(v),
-		}
+		}, nil
 	}
-	t := &tunnel{s: s, exit: e, origin: origin, up: d.conn, lease: lease, setup: now.Sub(at)}
+	t = &tunnel{s: s, exit: e, origin: origin, up: d.conn, lease: lease, setup: now.Sub(at)}
 	s.tunnels.add(t) // from here a pair that opens closes it, even before the client hears of it
-	return t, nil
+	return t, nil, nil
+}
+
+// egressRefusal answers a tunnel whose gateway kept assigning egress IPs the origin has banned
+// (err a *pool.EgressBannedError, naming the gateway by label, never a session): 502.
+func egressRefusal(target string, err error) *refusal {
+	r := &refusal{status: http.StatusBadGateway, errType: "destination_unavailable", reason: "tunnel to " + target + ": " + err.Error(), socks: socksHostUnreachable}
+	var eb *pool.EgressBannedError
+	if errors.As(err, &eb) {
+		r.exit = eb.Gateway
+	}
+	return r
 }
 
 // forbiddenRefusal answers a relay to a forbidden address: 403, nothing sent.
@@ -178,6 +221,8 @@ func (t *tunnel) run(client net.Conn, br *bufio.Reader) {
 	if !t.judged && t.firstSent.IsZero() {
 		t.idle = t.s.pool.Clock().AfterFunc(t.s.cfg.FirstByteTimeout, t.idleRelease)
 	}
+	t.active()
+	t.quiet = t.s.pool.Clock().AfterFunc(t.s.cfg.TunnelIdleTimeout, t.idleCheck)
 	t.mu.Unlock()
 	t.s.metrics.tunnelOpened()
 	defer t.s.metrics.tunnelClosed()
@@ -192,6 +237,9 @@ func (t *tunnel) run(client net.Conn, br *bufio.Reader) {
 	<-done
 	client.Close()
 	t.up.Close()
+	t.mu.Lock()
+	t.quiet.Stop()
+	t.mu.Unlock()
 	t.finish()
 }
 
@@ -202,6 +250,7 @@ func (t *tunnel) fromClient(br *bufio.Reader) {
 	for {
 		n, err := br.Read(buf)
 		if n > 0 {
+			t.active()
 			t.clientSent(buf[0])
 			if _, werr := t.up.Write(buf[:n]); werr != nil {
 				t.closeBoth()
@@ -229,6 +278,7 @@ func (t *tunnel) fromExit(client net.Conn) {
 	for {
 		n, err := t.up.Read(buf)
 		if n > 0 {
+			t.active()
 			if first {
 				first = false
 				t.answered(buf[0])
@@ -278,6 +328,30 @@ func (t *tunnel) idleRelease() {
 		return
 	}
 	t.judgeLocked(pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled})
+}
+
+// active notes a byte either way, now.
+func (t *tunnel) active() { t.lastActive.Store(t.s.pool.Clock().Now().UnixNano()) }
+
+// idleCheck is the quiet timer: a tunnel silent both ways for TunnelIdleTimeout is closed, its
+// lease (if still unjudged) given back neutral; one that carried bytes since is checked again when
+// its silence would reach the timeout.
+func (t *tunnel) idleCheck() {
+	now := t.s.pool.Clock().Now()
+	quiet := now.Sub(time.Unix(0, t.lastActive.Load()))
+	t.mu.Lock()
+	if quiet < t.s.cfg.TunnelIdleTimeout {
+		t.quiet = t.s.pool.Clock().AfterFunc(t.s.cfg.TunnelIdleTimeout-quiet, t.idleCheck)
+		t.mu.Unlock()
+		return
+	}
+	if !t.judged {
+		t.judgeLocked(pool.Verdict{Outcome: pool.Neutral, Class: pool.ClassCanceled})
+	}
+	t.killed = true
+	t.mu.Unlock()
+	t.s.metrics.tunnelIdled()
+	t.closeBoth()
 }
 
 // answered judges the tunnel by the first byte the exit relayed.

@@ -417,3 +417,43 @@ func TestDialExhaustionBlamesNoOne(t *testing.T) {
 		}
 	}
 }
+
+// TestQuietTunnelIsClosed: a tunnel that carried nothing either way for TunnelIdleTimeout is
+// closed by the daemon. One already judged by its first bytes keeps its success; one the client
+// never used gives its lease back neutral. Neither counts against the exit.
+func TestQuietTunnelIsClosed(t *testing.T) {
+	w := newWorld(t, Config{AllowPrivate: true, FirstByteTimeout: time.Minute, TunnelIdleTimeout: 100 * time.Millisecond}, "", exitSpec{label: "a"})
+	origin := rawOrigin(t, echo)
+
+	_, used, ubr := w.connect(origin)
+	used.Write([]byte("ping"))
+	b := make([]byte, 4)
+	if _, err := io.ReadFull(ubr, b); err != nil || string(b) != "ping" {
+		t.Fatalf("echo through the tunnel: %q %v", b, err)
+	}
+	_, unused, nbr := w.connect(origin)
+	for _, c := range []net.Conn{used, unused} {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a bound on a failing test, not a measure
+	}
+	for name, br := range map[string]*bufio.Reader{"used": ubr, "unused": nbr} {
+		if n, err := br.Read(b); err == nil || isTimeoutErr(err) {
+			t.Errorf("%s tunnel: read %d bytes, %v after the idle timeout, want the tunnel closed", name, n, err)
+		}
+	}
+	waitFor(t, "both tunnels to end", func() bool { return w.s.tunnels.len() == 0 && w.s.Stats().TunnelsOpen == 0 })
+	if n := w.s.Stats().TunnelsIdled; n != 2 {
+		t.Errorf("tunnels idled = %d, want 2", n)
+	}
+	if n := w.s.verdictCount("success", "ok"); n != 1 {
+		t.Errorf("successes = %d, want 1 (the used tunnel's)", n)
+	}
+	if n := w.s.verdictCount("neutral", "canceled"); n != 1 {
+		t.Errorf("neutral verdicts = %d, want 1 (the unused tunnel's)", n)
+	}
+	if n := w.s.verdictCount("transient", "timeout") + w.s.verdictCount("transient", "connection"); n != 0 {
+		t.Errorf("%d failures judged against the exit, want 0", n)
+	}
+	if e := w.s.pool.Snapshot().Exits[0]; e.InFlight != 0 {
+		t.Errorf("in flight after both closed = %d, want 0", e.InFlight)
+	}
+}

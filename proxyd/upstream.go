@@ -81,8 +81,9 @@ func (r *rawCount) CloseWrite() error {
 
 // dialResult is a tunnel's connection through its exit, or why there is none.
 type dialResult struct {
-	conn     *countConn // nil on failure; its bytes count toward the exit even then
-	received int        // the exit's status answering a CONNECT; 0 for SOCKS5 and direct exits
+	conn     *countConn  // nil on failure; its bytes count toward the exit even then
+	received int         // the exit's status answering a CONNECT; 0 for SOCKS5 and direct exits
+	reply    http.Header // the headers of the exit's 200 answering a CONNECT (a gateway's egress IP)
 	err      error
 }
 
@@ -103,8 +104,10 @@ func (s *Server) dialThrough(ctx context.Context, e *pool.Exit, target string) d
 		err := s.socksThrough(ctx, e, target, cc)
 		return s.result(cc, 0, err)
 	default:
-		status, err := s.connectThrough(ctx, e, target, cc)
-		return s.result(cc, status, err)
+		status, reply, err := s.connectThrough(ctx, e, target, cc)
+		d := s.result(cc, status, err)
+		d.reply = reply
+		return d
 	}
 }
 
@@ -163,7 +166,12 @@ func (s *Server) dialProxy(ctx context.Context, e *pool.Exit, cc *countConn) err
 		c.SetDeadline(dl)
 	}
 	if e.Scheme() == pool.SchemeHTTPS {
-		tc := tls.Client(c, &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12})
+		conf := &tls.Config{MinVersion: tls.VersionTLS12}
+		if s.cfg.ProxyTLS != nil {
+			conf = s.cfg.ProxyTLS.Clone()
+		}
+		conf.ServerName = u.Hostname()
+		tc := tls.Client(c, conf)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			raw.Close()
 			return err
@@ -175,11 +183,12 @@ func (s *Server) dialProxy(ctx context.Context, e *pool.Exit, cc *countConn) err
 }
 
 // connectThrough opens a CONNECT tunnel to target through e's HTTP proxy. It returns the status
-// the proxy answered; a status other than 200 is a *transport.ProxyConnectError carrying the
-// proxy's status line and headers, which transport.DefaultClassifier judges.
-func (s *Server) connectThrough(ctx context.Context, e *pool.Exit, target string, cc *countConn) (int, error) {
+// the proxy answered and, on 200, its headers; a status other than 200 is a
+// *transport.ProxyConnectError carrying the proxy's status line and headers, which
+// transport.DefaultClassifier judges.
+func (s *Server) connectThrough(ctx context.Context, e *pool.Exit, target string, cc *countConn) (int, http.Header, error) {
 	if err := s.dialProxy(ctx, e, cc); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	c := cc.Conn
 	req := "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n"
@@ -188,22 +197,22 @@ func (s *Server) connectThrough(ctx context.Context, e *pool.Exit, target string
 		req += "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pass)) + "\r\n"
 	}
 	if _, err := io.WriteString(c, req+"\r\n"); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	lr := &capReader{r: c, left: int64(s.cfg.MaxHeaderBytes)}
 	br := bufio.NewReaderSize(lr, 4096)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		return resp.StatusCode, &transport.ProxyConnectError{Exit: e.Label(), StatusCode: resp.StatusCode, Status: resp.Status, Header: resp.Header}
+		return resp.StatusCode, nil, &transport.ProxyConnectError{Exit: e.Label(), StatusCode: resp.StatusCode, Status: resp.Status, Header: resp.Header}
 	}
 	if n := br.Buffered(); n > 0 {
 		cc.ahead, _ = br.Peek(n)
 	}
-	return http.StatusOK, nil
+	return http.StatusOK, resp.Header, nil
 }
 
 // errReplyTooLarge is a proxy reply head beyond Config.MaxHeaderBytes.

@@ -66,15 +66,33 @@ func connectEgress(ctx context.Context, h string, res *http.Response) error {
 	if a == nil {
 		return nil
 	}
-	ip := parseEgress(res.Header.Get(h))
-	if !a.lease.SetEgress(ip) {
+	return rejectEgress(&a.lease, a.info.Exit, a.info.Origin, parseEgress(res.Header.Get(h)))
+}
+
+// RejectBannedEgress is the transport's CONNECT-reply check for a tunnel dialled outside it (the
+// daemon's, package proxyd): when l's exit is a gateway's whose line names egress-header=, it
+// hands the IP the reply's header reports to l (pool.Lease.SetEgress), and returns an error when
+// the pool says l's origin has banned that IP — the session is retired already; close the tunnel
+// unused and dial again (EgressRedial). DefaultClassifier judges that error neutral: nothing left.
+func RejectBannedEgress(l *pool.Lease, reply http.Header) error {
+	info := l.Info()
+	h := egressHeader(info.Exit)
+	if h == "" {
 		return nil
 	}
-	gw := a.info.Exit.Gateway()
-	if gw == "" {
-		gw = a.info.Exit.Label() // a rotating gateway is its own exit
+	return rejectEgress(l, info.Exit, info.Origin, parseEgress(reply.Get(h)))
+}
+
+// rejectEgress hands ip to l and returns an egress rejection when the pool says origin banned it.
+func rejectEgress(l *pool.Lease, e *pool.Exit, origin string, ip netip.Addr) error {
+	if !l.SetEgress(ip) {
+		return nil
 	}
-	return &egressRejectedError{gateway: gw, origin: a.info.Origin, ip: ip}
+	gw := e.Gateway()
+	if gw == "" {
+		gw = e.Label() // a rotating gateway is its own exit
+	}
+	return &egressRejectedError{gateway: gw, origin: origin, ip: ip}
 }
 
 // responseEgress hands the IP a plain-HTTP response through a gateway reports to the attempt's
@@ -103,7 +121,7 @@ func (t *Transport) roundTripEgress(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			return resp, nil
 		}
-		if redial, err := egressRedial(err, tries); !redial {
+		if redial, err := EgressRedial(err, tries); !redial {
 			return resp, err
 		}
 		next, ok := rewind(req)
@@ -114,19 +132,24 @@ func (t *Transport) roundTripEgress(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// egressRedial reports whether a failed attempt, the tries-th of its request, was a banned egress
-// IP's rejection to dial again, and the error to return if not: after MaxEgressRedials the
-// attempt's error says the gateway's IPs are banned. Its own function, so that the targets of
-// errors.As escape only on a failed attempt: a served request allocates nothing here.
-func egressRedial(err error, tries int) (bool, error) {
+// EgressRedial reports whether a failed attempt (or a tunnel's dial), the tries-th of its request,
+// was a banned egress IP's rejection to dial again, and the error to return if not: after
+// MaxEgressRedials the error says the gateway's IPs are banned (a *pool.EgressBannedError, inside
+// the *AttemptError when err is one). Its own function, so that the targets of errors.As escape
+// only on a failed attempt: a served request allocates nothing here.
+func EgressRedial(err error, tries int) (bool, error) {
 	var rej *egressRejectedError
 	if !errors.As(err, &rej) {
 		return false, err
 	}
-	var ae *AttemptError
-	if tries > pool.MaxEgressRedials && errors.As(err, &ae) {
-		ae.Err = &pool.EgressBannedError{Gateway: rej.gateway, Origin: rej.origin, IP: rej.ip, Tries: tries}
-		return false, ae
+	if tries > pool.MaxEgressRedials {
+		eb := &pool.EgressBannedError{Gateway: rej.gateway, Origin: rej.origin, IP: rej.ip, Tries: tries}
+		var ae *AttemptError
+		if errors.As(err, &ae) {
+			ae.Err = eb
+			return false, ae
+		}
+		return false, eb
 	}
 	return true, err
 }

@@ -50,6 +50,7 @@ type options struct {
 	idleTO       time.Duration
 	handshakeTO  time.Duration
 	firstByteTO  time.Duration
+	tunnelIdleTO time.Duration
 	shutdownTO   time.Duration
 	pprof        bool
 	logLevel     string
@@ -84,6 +85,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.idleTO, "idle-timeout", proxyd.DefaultIdleTimeout, "time a kept-alive client connection may wait for its next request")
 	fs.DurationVar(&o.handshakeTO, "handshake-timeout", proxyd.DefaultHandshakeTimeout, "time a tunnel's setup through its exit may take")
 	fs.DurationVar(&o.firstByteTO, "first-byte-timeout", proxyd.DefaultFirstByteTimeout, "time a tunnel waits for the origin's first byte after the client's")
+	fs.DurationVar(&o.tunnelIdleTO, "tunnel-idle-timeout", proxyd.DefaultTunnelIdleTimeout, "time a tunnel may carry nothing either way before it is closed")
 	fs.DurationVar(&o.shutdownTO, "shutdown-timeout", 30*time.Second, "time SIGTERM waits for requests and tunnels to finish")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof/ on the admin port")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")

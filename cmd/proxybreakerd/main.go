@@ -106,7 +106,7 @@ func setup(o *options, log *slog.Logger) (*daemon, int) {
 	cfg := proxyd.Config{
 		AllowPrivate: o.allowPrivate, MaxConns: o.maxConns, MaxHeaderBytes: o.maxHeader,
 		HeaderTimeout: o.headerTO, IdleTimeout: o.idleTO, HandshakeTimeout: o.handshakeTO,
-		FirstByteTimeout: o.firstByteTO, Logger: log,
+		FirstByteTimeout: o.firstByteTO, TunnelIdleTimeout: o.tunnelIdleTO, Logger: log,
 	}
 	var err error
 	if o.credentials != "" {

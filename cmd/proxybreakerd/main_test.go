@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/proxybreaker/proxybreaker/internal/proxytest"
 	"github.com/proxybreaker/proxybreaker/internal/servertest"
 )
@@ -48,7 +47,8 @@ func TestSettingsPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "d.conf")
 	os.WriteFile(conf, []byte("# comment\nlisten = 127.0.0.1:7001\nadmin = 127.0.0.1:7002\nmax-conns = 7\nprofile = 127.0.0.1:7003=country-us\nprofile = 127.0.0.1:7004=country-de\n"), 0o600)
-	env := map[string]string{"PROXYBREAKERD_ADMIN": "127.0.0.1:8002", "PROXYBREAKERD_LISTEN": "127.0.0.1:8001", "PROXYBREAKERD_CONFIG": conf}
+	env := map[string]string{"PROXYBREAKERD_ADMIN": "127.0.0.1:8002", "PROXYBREAKERD_LISTEN": "127.0.0.1:8001", "PROXYBREAKERD_CONFIG": conf,
+		"PROXYBREAKERD_TUNNEL_IDLE_TIMEOUT": "90s"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	o, _, err := parseFlags([]string{"-listen", "127.0.0.1:9001"}, lookup)
 	if err != nil {
@@ -56,6 +56,9 @@ func TestSettingsPrecedence(t *testing.T) {
 	}
 	if o.listen != "127.0.0.1:9001" || o.admin != "127.0.0.1:8002" || o.maxConns != 7 || o.headerTO != 10*time.Second {
 		t.Errorf("listen %s admin %s max-conns %d header-timeout %v; want the flag's, the env's, the file's and the default", o.listen, o.admin, o.maxConns, o.headerTO)
+	}
+	if o.tunnelIdleTO != 90*time.Second {
+		t.Errorf("tunnel-idle-timeout %v, want the env's 90s", o.tunnelIdleTO)
 	}
 	if len(o.profiles) != 2 || o.profiles[1] != "127.0.0.1:7004=country-de" {
 		t.Errorf("profiles %q, want both of the file's", o.profiles)
