@@ -1,11 +1,16 @@
 package sim
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // The recovery measure: how long after a ban ended its pair next carried a success.
 //
 // It is taken per ban episode: a pair's bans less than BanMergeGap apart are one episode, for
-// only a strategy that sees the future is served between them. And it is taken only of the
+// a strategy is rarely served between them — but when it is (a probe lands in the gap), the
+// episode is cut there: the bans before the success are recovered from, and those after it are
+// an episode of their own, met or not on their own answers. And it is taken only of the
 // episodes the strategy met — it got a challenge page or a ban's plain 403 from one — for a ban
 // none of whose answers reached a strategy did not take its pair out: its pair was idle, or
 // resting on other trouble, all along (the oracles meet no ban at all). Episodes that ended less
@@ -20,7 +25,8 @@ const BanMergeGap = TargetRecovery
 // banEpisode is one or more bans of one pair run together.
 type banEpisode struct {
 	Window
-	met bool // an answer of its bans reached the strategy
+	bans []Window // the bans it runs together, sorted
+	met  bool     // an answer of its bans reached the strategy
 }
 
 // recoveryLog follows every pair's ban episodes through one run. The scheduler runs one worker at
@@ -46,9 +52,10 @@ func mergeBans(ws []Window, gap time.Duration) []banEpisode {
 	for _, w := range ws {
 		if n := len(eps); n > 0 && w.From.Sub(eps[n-1].To) < gap {
 			eps[n-1].To = w.To
+			eps[n-1].bans = append(eps[n-1].bans, w)
 			continue
 		}
-		eps = append(eps, banEpisode{Window: w})
+		eps = append(eps, banEpisode{Window: w, bans: []Window{w}})
 	}
 	return eps
 }
@@ -72,6 +79,7 @@ func (l *recoveryLog) served(p int, now time.Time, m *Metrics) {
 	if l == nil {
 		return
 	}
+	l.cut(p, now)
 	eps := l.eps[p]
 	for ; l.next[p] < len(eps) && !eps[l.next[p]].To.After(now); l.next[p]++ {
 		ep := eps[l.next[p]]
@@ -81,6 +89,29 @@ func (l *recoveryLog) served(p int, now time.Time, m *Metrics) {
 			m.Recovery = append(m.Recovery, now.Sub(ep.To))
 		default:
 			m.Unmet++
+		}
+	}
+}
+
+// cut splits pair p's current episode at now when now falls between two of its bans: the bans
+// that ended by now become an episode the success recovers from, the rest one of their own, not
+// yet met (every answer that met the first part was sent before now).
+func (l *recoveryLog) cut(p int, now time.Time) {
+	k := l.next[p]
+	if k >= len(l.eps[p]) {
+		return
+	}
+	ep := l.eps[p][k]
+	if len(ep.bans) < 2 || now.Before(ep.From) || !now.Before(ep.To) {
+		return
+	}
+	for i := 0; i+1 < len(ep.bans); i++ {
+		if !ep.bans[i].To.After(now) && ep.bans[i+1].From.After(now) {
+			head := banEpisode{Window: Window{From: ep.From, To: ep.bans[i].To}, bans: ep.bans[: i+1 : i+1], met: ep.met}
+			tail := banEpisode{Window: Window{From: ep.bans[i+1].From, To: ep.To}, bans: ep.bans[i+1:]}
+			l.eps[p] = slices.Insert(l.eps[p], k+1, tail)
+			l.eps[p][k] = head
+			return
 		}
 	}
 }

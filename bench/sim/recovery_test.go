@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -15,7 +16,7 @@ func TestMergeBans(t *testing.T) {
 		t.Fatalf("mergeBans = %v, want %v", got, want)
 	}
 	for i := range want {
-		if got[i].Window != want[i] || got[i].met {
+		if got[i].Window != want[i] || got[i].met || got[i].bans[0].From != want[i].From || got[i].bans[len(got[i].bans)-1].To != want[i].To {
 			t.Errorf("mergeBans[%d] = %+v, want %v, not met", i, got[i], want[i])
 		}
 	}
@@ -49,5 +50,34 @@ func TestRecoveryLog(t *testing.T) {
 	}
 	if got, want := UnrecoveredString(m), "1 / 2 (2 not met)"; got != want {
 		t.Errorf("UnrecoveredString = %q, want %q", got, want)
+	}
+}
+
+// TestRecoveryLogCutsAtAServedGap: two bans merged into one episode are measured apart when the
+// pair is served between them — the first recovered at that success, the second met or not on
+// its own answers (here: met, then never recovered; and in a second pair: never met).
+func TestRecoveryLogCutsAtAServedGap(t *testing.T) {
+	at := func(s int) time.Time { return Epoch.Add(time.Duration(s) * time.Second) }
+	bans := [][]Window{
+		{{at(0), at(600)}, {at(660), at(1200)}}, // 60 s apart: one episode until the pair is served at 630
+		{{at(0), at(600)}, {at(660), at(1200)}}, // the same, the second ban never met
+		{{at(0), at(600)}, {at(660), at(1200)}}, // never served in the gap: one episode
+	}
+	l := newRecoveryLog(bans, at(3600))
+	var m Metrics
+	l.met(0, at(100))
+	l.served(0, at(630), &m)
+	l.met(0, at(700))
+	l.met(1, at(100))
+	l.served(1, at(627), &m)
+	l.met(2, at(100))
+	l.served(2, at(1230), &m)
+	l.finish(&m)
+	want := []time.Duration{30 * time.Second, 27 * time.Second, 30 * time.Second}
+	if !slices.Equal(m.Recovery, want) {
+		t.Errorf("Recovery = %v, want %v", m.Recovery, want)
+	}
+	if m.Unrecovered != 1 || m.Unmet != 1 {
+		t.Errorf("Unrecovered, Unmet = %d, %d; want 1, 1", m.Unrecovered, m.Unmet)
 	}
 }
