@@ -219,15 +219,7 @@ func (o *Observer) AttemptFinished(ctx context.Context, r transport.AttemptResul
 	outcome := v.Outcome.String()
 	o.in.attempts.Add(ctx, 1, o.lab.option(optKey{kind: kindAttempt, exit: exit, origin: origin, a: outcome, b: string(v.Class)}, buildAttempt).add...)
 	o.in.duration.Record(ctx, r.Latency.Seconds(), o.lab.option(optKey{kind: kindDuration, exit: exit, origin: origin, a: outcome}, buildDuration).rec...)
-	if r.Bytes.Sent > 0 {
-		o.in.bytes.Add(ctx, r.Bytes.Sent, o.lab.option(optKey{kind: kindBytes, exit: exit, origin: origin, a: directionTransmit}, buildBytes).add...)
-	}
-	if r.Bytes.Received > 0 {
-		o.in.bytes.Add(ctx, r.Bytes.Received, o.lab.option(optKey{kind: kindBytes, exit: exit, origin: origin, a: directionReceive}, buildBytes).add...)
-	}
-	if r.Spend > 0 {
-		o.in.spend.Add(ctx, r.Spend, o.lab.option(optKey{kind: kindSpend, exit: exit, origin: origin}, buildSpend).add...)
-	}
+	o.traffic(ctx, exit, origin, r.Bytes, r.Spend)
 
 	ac, _ := ctx.Value(spanKey{}).(*attemptCtx)
 	if ac == nil || !ac.span.IsRecording() {
@@ -277,16 +269,21 @@ func (o *Observer) AttemptFinished(ctx context.Context, r transport.AttemptResul
 // the exit's label and the origin pool.ConnectionOrigin: summed per exit, the bytes counter then
 // holds every byte the exit's connections carried, as Snapshot's ExitStatus.Bytes does.
 func (o *Observer) ConnectionTraffic(c pool.ConnectionTraffic) {
-	ctx := context.Background()
 	exit, origin := o.lab.pairLabels(c.Exit.Label(), pool.ConnectionOrigin)
-	if c.Bytes.Sent > 0 {
-		o.in.bytes.Add(ctx, c.Bytes.Sent, o.lab.option(optKey{kind: kindBytes, exit: exit, origin: origin, a: directionTransmit}, buildBytes).add...)
+	o.traffic(context.Background(), exit, origin, c.Bytes, c.Spend)
+}
+
+// traffic adds an attempt's or a connection's bytes, each way, and their price to the bytes and
+// spend counters of (exit, origin).
+func (o *Observer) traffic(ctx context.Context, exit, origin string, b pool.Traffic, spend float64) {
+	if b.Sent > 0 {
+		o.in.bytes.Add(ctx, b.Sent, o.lab.option(optKey{kind: kindBytes, exit: exit, origin: origin, a: directionTransmit}, buildBytes).add...)
 	}
-	if c.Bytes.Received > 0 {
-		o.in.bytes.Add(ctx, c.Bytes.Received, o.lab.option(optKey{kind: kindBytes, exit: exit, origin: origin, a: directionReceive}, buildBytes).add...)
+	if b.Received > 0 {
+		o.in.bytes.Add(ctx, b.Received, o.lab.option(optKey{kind: kindBytes, exit: exit, origin: origin, a: directionReceive}, buildBytes).add...)
 	}
-	if c.Spend > 0 {
-		o.in.spend.Add(ctx, c.Spend, o.lab.option(optKey{kind: kindSpend, exit: exit, origin: origin}, buildSpend).add...)
+	if spend > 0 {
+		o.in.spend.Add(ctx, spend, o.lab.option(optKey{kind: kindSpend, exit: exit, origin: origin}, buildSpend).add...)
 	}
 }
 

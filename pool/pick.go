@@ -244,7 +244,8 @@ func (p *Pool) pickPinned(now time.Time, o *originState, originKey, label string
 	if !ok && scope != scopeNone {
 		return at, scope, nil
 	}
-	refuse := &NoHealthyExitError{Origin: originKey, Exits: 1, RetryIn: untilPositive(at, now), RoomIn: untilPositive(at, now)}
+	in := untilPositive(at, now)
+	refuse := &NoHealthyExitError{Origin: originKey, Exits: 1, RetryIn: in, RoomIn: in}
 	if !ok {
 		return time.Time{}, scopeNone, refuse
 	}
